@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: GPL-2.0
+# User-facing targets of rxe_rs. Kbuild (not this file) is what the kernel's build
+# reads for `make -C $KDIR M=$PWD`.
+#
+#   make run              bootstrap what is missing, build, boot a guest, create a device
+#   make check            the test suite that CI runs
+#   make KDIR=/path       build rxe_rs.ko against your own Rust-enabled 7.2 build tree
+#   make module           build rxe_rs.ko against the cached test kernel (build/test/)
+#   make bootstrap        toolchain/guest tree and both test kernels, nothing else
+#   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
+#   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
+
+ifneq ($(KDIR),)
+default:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $(if $(MO),MO=$(MO))
+else
+default: module
+endif
+
+module:
+	tools/build-module.sh test
+
+bootstrap:
+	tools/install-host.sh
+	tools/bootstrap-rootfs.sh
+	tools/build-kernel.sh test
+	tools/build-kernel.sh debug
+
+run:
+	tools/run.sh
+
+check:
+	tools/check.sh
+
+rdma-core-tests:
+	tools/rdma-core-suite.sh
+
+clean:
+	rm -rf build
+
+.PHONY: default module bootstrap run check rdma-core-tests clean

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! rxe_rs: a Soft-RoCE RDMA device driver.
+//!
+//! rxe_rs turns any Ethernet netdev into an RDMA device that speaks RoCE v2 on the wire
+//! and the user ABI of the kernel's own Soft-RoCE driver (rxe), so that stock rdma-core
+//! and its rxe provider run unchanged on it. Devices are made with
+//! `rdma link add NAME type rxe_rs netdev DEV`.
+//!
+//! This crate root holds the module; the concept files beside it are the driver, and
+//! `rust/` (loaded as [`ib`]) is the abstraction layer over ib_core, the only place with
+//! `unsafe` code.
+
+#![deny(unsafe_code)]
+
+#[allow(unsafe_code)]
+#[path = "../../../../rust/lib.rs"]
+mod ib;
+
+mod device;
+mod net;
+mod param;
+mod pd;
+mod ucontext;
+
+use kernel::prelude::*;
+
+module! {
+    type: RxeRsModule,
+    name: "rxe_rs",
+    authors: ["The rxe_rs developers"],
+    description: "Soft-RoCE RDMA driver in Rust, rxe user ABI, RoCE v2",
+    license: "GPL",
+    alias: ["rdma-link-rxe_rs"],
+}
+
+/// The loaded module: the link type, the claim on all devices and the netdev notifier.
+///
+/// Fields are dropped in declaration order, which is the teardown order: the link type
+/// goes first (waiting for a running `newlink`), so no device can appear; then every
+/// device is unregistered; then the notifier, which must outlive the devices so that one
+/// whose netdev disappears is always removed.
+#[pin_data]
+struct RxeRsModule {
+    #[pin]
+    link: ib::link::Registration<device::RxeLink>,
+    devices: ib::device::AllDevices,
+    #[pin]
+    notifier: ib::netdev::Notifier<net::NetEvents>,
+}
+
+impl kernel::InPlaceModule for RxeRsModule {
+    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+        // Set up in reverse teardown order; on failure the fields already made are dropped.
+        try_pin_init!(Self {
+            notifier <- ib::netdev::Notifier::register(),
+            devices: ib::device::AllDevices::new(),
+            link <- ib::link::Registration::new(),
+        })
+    }
+}

@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Headers whose declarations rxe_rs binds with bindgen (see rust/bindgen_parameters for the
+ * allow-list). Constants that bindgen cannot see through macros are exported as typed
+ * constants here.
+ */
+#include <linux/netdevice.h>
+#include <linux/etherdevice.h>
+#include <linux/if_ether.h>
+#include <net/addrconf.h>
+#include <rdma/ib_verbs.h>
+#include <rdma/ib_mad.h>
+#include <rdma/rdma_netlink.h>
+#include <rdma/uverbs_ioctl.h>
+#include <rdma/ib_user_verbs.h>
+#include <uapi/rdma/rdma_user_rxe.h>
+#include <uapi/rdma/ib_user_ioctl_verbs.h>
+
+#include "helpers.h"
+
+const u64 RXE_RS_DEFAULT_PKEY_FULL = IB_DEFAULT_PKEY_FULL;
+const u32 RXE_RS_MGMT_MAD_SIZE = IB_MGMT_MAD_SIZE;
+const u32 RXE_RS_CORE_PORT_IBA_ROCE_UDP_ENCAP = RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP;
+const unsigned long RXE_RS_NETDEV_UNREGISTER = NETDEV_UNREGISTER;
+const unsigned long RXE_RS_NETDEV_CHANGEMTU = NETDEV_CHANGEMTU;
+const int RXE_RS_NOTIFY_DONE = NOTIFY_DONE;
+const unsigned int RXE_RS_IFF_UP = IFF_UP;
+const u8 RXE_RS_NODE_IB_CA = RDMA_NODE_IB_CA;

@@ -1,0 +1,950 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! RDMA devices: allocation, registration, attributes and the ops table.
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! ib_core allocates a device with `_ib_alloc_device()` as one block that starts with the
+//! `struct ib_device` and continues with whatever the driver asked room for. Here that
+//! block is a [`Device<T>`]: the C struct first, then the driver's [`Driver::Data`],
+//! pin-initialised in place. The block belongs to ib_core from allocation on:
+//!
+//! ```text
+//!  register() ──► _ib_alloc_device ──► init Data ──► set ops, netdev ──► ib_register_device
+//!                       │ fails             │ fails          │ fails              │ ok
+//!                       ▼                   ▼                ▼                    ▼
+//!                    ENOMEM       ib_dealloc_device   ib_dealloc_device      registered
+//!                                 (no ops yet: Data   (dealloc_driver
+//!                                  was never made)     drops Data)
+//!
+//!  registered ──(rdma link delete | netdev unregister | module exit)──► ib_core unregisters,
+//!     then calls dealloc_driver (Data is dropped here) and frees the block itself.
+//! ```
+//!
+//! The driver never frees a device: it asks ib_core to unregister it and is told, through
+//! `dealloc_driver`, when its data must go. Every callback in the ops table runs in process
+//! context and may sleep.
+//!
+//! The verbs this layer does not offer yet are still in the ops table, because ib_core
+//! refuses to register a device without them (`ib_device_check_mandatory()`); they fail
+//! with `EOPNOTSUPP`.
+
+use super::{
+    bindings,
+    netdev::{NetDevice, NetDeviceRef},
+    pd::Pd,
+    ucontext::Ucontext,
+    udata::Udata,
+};
+use core::{marker::PhantomData, mem::size_of, ptr};
+use kernel::{
+    error::{from_result, to_result},
+    ffi::c_int,
+    prelude::*,
+    str::CStr,
+    types::Opaque,
+};
+
+/// `EOPNOTSUPP`, which the kernel crate does not define (its `ENOTSUPP` is another number).
+pub(crate) fn eopnotsupp() -> Error {
+    Error::from_errno(-(bindings::EOPNOTSUPP as c_int))
+}
+
+/// The number of CPUs that can ever be online: one completion vector each.
+pub(crate) fn num_possible_cpus() -> u32 {
+    // SAFETY: Reads a global bitmap weight; safe at any time.
+    unsafe { bindings::rxe_rs_num_possible_cpus() }
+}
+
+/// The state of a port (`enum ib_port_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PortState {
+    /// No link.
+    Down,
+    /// Link up, not yet configured.
+    Init,
+    /// Configured, not yet active.
+    Armed,
+    /// Active: traffic flows.
+    Active,
+    /// Active, with deferred errors.
+    ActiveDefer,
+}
+
+impl PortState {
+    pub(crate) fn from_raw(raw: u32) -> Self {
+        match raw {
+            bindings::ib_port_state_IB_PORT_INIT => Self::Init,
+            bindings::ib_port_state_IB_PORT_ARMED => Self::Armed,
+            bindings::ib_port_state_IB_PORT_ACTIVE => Self::Active,
+            bindings::ib_port_state_IB_PORT_ACTIVE_DEFER => Self::ActiveDefer,
+            _ => Self::Down,
+        }
+    }
+
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::Down => bindings::ib_port_state_IB_PORT_DOWN,
+            Self::Init => bindings::ib_port_state_IB_PORT_INIT,
+            Self::Armed => bindings::ib_port_state_IB_PORT_ARMED,
+            Self::Active => bindings::ib_port_state_IB_PORT_ACTIVE,
+            Self::ActiveDefer => bindings::ib_port_state_IB_PORT_ACTIVE_DEFER,
+        }
+    }
+}
+
+/// The physical state of a port (`enum ib_port_phys_state`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum PhysState {
+    /// Administratively down.
+    Disabled,
+    /// Up, looking for a link.
+    Polling,
+    /// Link up.
+    LinkUp,
+}
+
+impl PhysState {
+    fn to_raw(self) -> u8 {
+        (match self {
+            Self::Disabled => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_DISABLED,
+            Self::Polling => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_POLLING,
+            Self::LinkUp => bindings::ib_port_phys_state_IB_PORT_PHYS_STATE_LINK_UP,
+        }) as u8
+    }
+}
+
+/// A path MTU (`enum ib_mtu`).
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub(crate) enum Mtu {
+    /// 256 bytes.
+    Mtu256,
+    /// 512 bytes.
+    Mtu512,
+    /// 1024 bytes.
+    Mtu1024,
+    /// 2048 bytes.
+    Mtu2048,
+    /// 4096 bytes.
+    Mtu4096,
+}
+
+impl Mtu {
+    /// The largest path MTU whose packets fit in `bytes`, if any.
+    pub(crate) fn fitting(bytes: u32) -> Option<Self> {
+        Some(match bytes {
+            0..=255 => return None,
+            256..=511 => Self::Mtu256,
+            512..=1023 => Self::Mtu512,
+            1024..=2047 => Self::Mtu1024,
+            2048..=4095 => Self::Mtu2048,
+            _ => Self::Mtu4096,
+        })
+    }
+
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::Mtu256 => bindings::ib_mtu_IB_MTU_256,
+            Self::Mtu512 => bindings::ib_mtu_IB_MTU_512,
+            Self::Mtu1024 => bindings::ib_mtu_IB_MTU_1024,
+            Self::Mtu2048 => bindings::ib_mtu_IB_MTU_2048,
+            Self::Mtu4096 => bindings::ib_mtu_IB_MTU_4096,
+        }
+    }
+}
+
+/// Device capability flags (`enum ib_device_cap_flags`) a driver may advertise.
+pub(crate) mod cap {
+    use super::bindings;
+
+    /// The device raises port state change events.
+    pub(crate) const PORT_ACTIVE_EVENT: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_PORT_ACTIVE_EVENT as u64;
+    /// `sys_image_guid` is meaningful.
+    pub(crate) const SYS_IMAGE_GUID: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+}
+
+/// Port capability bits (`enum ib_port_capability_mask_bits`).
+pub(crate) mod port_cap {
+    use super::bindings;
+
+    /// The port supports connection management (it has a working QP1).
+    pub(crate) const CM_SUP: u32 = bindings::ib_port_capability_mask_bits_IB_PORT_CM_SUP;
+}
+
+/// Atomic operation support (`enum ib_atomic_cap`).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum AtomicCap {
+    /// Atomic with respect to this device.
+    Hca,
+}
+
+/// Device attributes, as `ibv_query_device()` reports them.
+///
+/// Only what a software RoCE device has to say; everything else is reported as zero.
+#[derive(Clone, Debug)]
+pub(crate) struct DeviceAttr {
+    pub(crate) sys_image_guid: [u8; 8],
+    pub(crate) max_mr_size: u64,
+    pub(crate) page_size_cap: u64,
+    pub(crate) vendor_id: u32,
+    pub(crate) max_qp: u32,
+    pub(crate) max_qp_wr: u32,
+    pub(crate) device_cap_flags: u64,
+    pub(crate) allow_user_unregister: bool,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_sge_rd: u32,
+    pub(crate) max_cq: u32,
+    pub(crate) max_cqe: u32,
+    pub(crate) max_mr: u32,
+    pub(crate) max_pd: u32,
+    pub(crate) max_qp_rd_atom: u32,
+    pub(crate) max_res_rd_atom: u32,
+    pub(crate) max_qp_init_rd_atom: u32,
+    pub(crate) atomic_cap: AtomicCap,
+    pub(crate) max_mw: u32,
+    pub(crate) max_mcast_grp: u32,
+    pub(crate) max_mcast_qp_attach: u32,
+    pub(crate) max_total_mcast_qp_attach: u32,
+    pub(crate) max_ah: u32,
+    pub(crate) max_srq: u32,
+    pub(crate) max_srq_wr: u32,
+    pub(crate) max_srq_sge: u32,
+    pub(crate) max_fast_reg_page_list_len: u32,
+    pub(crate) max_pkeys: u16,
+    pub(crate) local_ca_ack_delay: u8,
+}
+
+impl DeviceAttr {
+    fn write_to(&self, out: &mut bindings::ib_device_attr) {
+        *out = pin_init::zeroed();
+        out.sys_image_guid = u64::from_ne_bytes(self.sys_image_guid);
+        out.max_mr_size = self.max_mr_size;
+        out.page_size_cap = self.page_size_cap;
+        out.vendor_id = self.vendor_id;
+        out.max_qp = self.max_qp as c_int;
+        out.max_qp_wr = self.max_qp_wr as c_int;
+        out.device_cap_flags = self.device_cap_flags;
+        out.kernel_cap_flags = if self.allow_user_unregister {
+            u64::from(bindings::ib_kernel_cap_flags_IBK_ALLOW_USER_UNREG)
+        } else {
+            0
+        };
+        out.max_send_sge = self.max_send_sge as c_int;
+        out.max_recv_sge = self.max_recv_sge as c_int;
+        out.max_sge_rd = self.max_sge_rd as c_int;
+        out.max_cq = self.max_cq as c_int;
+        out.max_cqe = self.max_cqe as c_int;
+        out.max_mr = self.max_mr as c_int;
+        out.max_pd = self.max_pd as c_int;
+        out.max_qp_rd_atom = self.max_qp_rd_atom as c_int;
+        out.max_res_rd_atom = self.max_res_rd_atom as c_int;
+        out.max_qp_init_rd_atom = self.max_qp_init_rd_atom as c_int;
+        out.atomic_cap = match self.atomic_cap {
+            AtomicCap::Hca => bindings::ib_atomic_cap_IB_ATOMIC_HCA,
+        };
+        out.max_mw = self.max_mw as c_int;
+        out.max_mcast_grp = self.max_mcast_grp as c_int;
+        out.max_mcast_qp_attach = self.max_mcast_qp_attach as c_int;
+        out.max_total_mcast_qp_attach = self.max_total_mcast_qp_attach as c_int;
+        out.max_ah = self.max_ah as c_int;
+        out.max_srq = self.max_srq as c_int;
+        out.max_srq_wr = self.max_srq_wr as c_int;
+        out.max_srq_sge = self.max_srq_sge as c_int;
+        out.max_fast_reg_page_list_len = self.max_fast_reg_page_list_len;
+        out.max_pkeys = self.max_pkeys;
+        out.local_ca_ack_delay = self.local_ca_ack_delay;
+    }
+}
+
+/// Port attributes, as `ibv_query_port()` reports them.
+#[derive(Clone, Debug)]
+pub(crate) struct PortAttr {
+    pub(crate) state: PortState,
+    pub(crate) phys_state: PhysState,
+    pub(crate) max_mtu: Mtu,
+    pub(crate) active_mtu: Mtu,
+    pub(crate) gid_tbl_len: u32,
+    pub(crate) port_cap_flags: u32,
+    pub(crate) max_msg_sz: u32,
+    pub(crate) pkey_tbl_len: u16,
+    pub(crate) max_vl_num: u8,
+    pub(crate) active_width: u8,
+    pub(crate) active_speed: u16,
+}
+
+impl PortAttr {
+    fn write_to(&self, out: &mut bindings::ib_port_attr) {
+        *out = pin_init::zeroed();
+        out.state = self.state.to_raw();
+        out.phys_state = self.phys_state.to_raw();
+        out.max_mtu = self.max_mtu.to_raw();
+        out.active_mtu = self.active_mtu.to_raw();
+        out.gid_tbl_len = self.gid_tbl_len as c_int;
+        out.port_cap_flags = self.port_cap_flags;
+        out.max_msg_sz = self.max_msg_sz;
+        out.pkey_tbl_len = self.pkey_tbl_len;
+        out.max_vl_num = self.max_vl_num;
+        out.active_width = self.active_width;
+        out.active_speed = self.active_speed;
+    }
+}
+
+/// What a port of an RDMA device is, fixed for the device's life.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PortImmutable {
+    pub(crate) pkey_tbl_len: u32,
+    pub(crate) gid_tbl_len: u32,
+    /// RoCE v2 (`RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`) when true.
+    pub(crate) roce_v2: bool,
+}
+
+/// The link layer of a port.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum LinkLayer {
+    /// Ethernet (RoCE).
+    Ethernet,
+}
+
+/// The static description of a device, handed over at registration.
+pub(crate) struct DeviceInfo<'a> {
+    /// The device name (`rdma link add NAME ...`).
+    pub(crate) name: &'a CStr,
+    /// The node description (up to 63 bytes are kept).
+    pub(crate) node_desc: &'a CStr,
+    /// The node GUID, network order.
+    pub(crate) node_guid: [u8; 8],
+    /// The number of completion vectors offered to CQs.
+    pub(crate) num_comp_vectors: u32,
+}
+
+/// An RDMA driver: the verbs one kind of device implements.
+///
+/// Every method runs in process context and may sleep. The `Device<Self>` handed to a
+/// method is registered (or being registered or unregistered) for the whole call.
+pub(crate) trait Driver: Sized + Send + Sync + 'static {
+    /// Per-device data, pin-initialised inside ib_core's device allocation.
+    type Data: Send + Sync;
+    /// Per-process (`ib_ucontext`) data.
+    type Ucontext: Send + Sync;
+    /// Per-protection-domain data.
+    type Pd: Send + Sync;
+
+    /// The version of the driver's user ABI (`uverbs_abi_ver`), which its userspace
+    /// provider checks.
+    const UVERBS_ABI_VER: u32;
+
+    /// `ibv_query_device()`.
+    fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
+
+    /// `ibv_query_port()`.
+    fn query_port(dev: &Device<Self>, port: u32) -> Result<PortAttr>;
+
+    /// Port properties that never change.
+    fn port_immutable(dev: &Device<Self>, port: u32) -> Result<PortImmutable>;
+
+    /// The P_Key at `index` of the port's table.
+    fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
+
+    /// The link layer of the port.
+    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
+
+    /// A process opened the device.
+    fn alloc_ucontext(
+        dev: &Device<Self>,
+        udata: Option<&Udata>,
+    ) -> impl PinInit<Self::Ucontext, Error>;
+
+    /// A process maps `len` bytes at `offset` of the device file.
+    fn mmap(ctx: &Ucontext<Self>, offset: u64, len: u64) -> Result;
+
+    /// A protection domain is allocated.
+    fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> impl PinInit<Self::Pd, Error>;
+}
+
+/// An RDMA device of driver `T`: ib_core's `struct ib_device` followed by `T::Data`.
+///
+/// # Invariants
+///
+/// `data` is initialised from the moment `ib.ops.dealloc_driver` is set until
+/// `dealloc_driver` runs; every `&Device<T>` handed out is within that window.
+#[repr(C)]
+pub(crate) struct Device<T: Driver> {
+    ib: Opaque<bindings::ib_device>,
+    data: T::Data,
+}
+
+// SAFETY: ib_core's device is shared between threads by design; `T::Data` is `Sync`.
+unsafe impl<T: Driver> Sync for Device<T> {}
+// SAFETY: As above; `T::Data` is `Send`.
+unsafe impl<T: Driver> Send for Device<T> {}
+
+impl<T: Driver> core::ops::Deref for Device<T> {
+    type Target = T::Data;
+
+    fn deref(&self) -> &T::Data {
+        &self.data
+    }
+}
+
+impl<T: Driver> Device<T> {
+    /// Borrows the device behind an `ib_device` of driver `T`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be the `ib_device` of a `Device<T>` whose data is initialised, and stay
+    /// so for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::ib_device) -> &'a Self {
+        // CAST: `ib` is the first field of a `repr(C)` struct.
+        // SAFETY: Guaranteed by the caller.
+        unsafe { &*ptr.cast::<Self>() }
+    }
+
+    fn as_raw(&self) -> *mut bindings::ib_device {
+        self.ib.get()
+    }
+
+    /// The network device bound to `port`, if it is still there.
+    pub(crate) fn netdev(&self, port: u32) -> Option<NetDeviceRef> {
+        // SAFETY: The device is valid by the type invariant.
+        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
+        if ndev.is_null() {
+            None
+        } else {
+            // SAFETY: `ib_device_get_netdev()` returns a held reference.
+            Some(unsafe { NetDeviceRef::from_raw_owned(ndev) })
+        }
+    }
+
+    /// The active speed and width of an Ethernet port, derived from its link speed.
+    pub(crate) fn eth_speed(&self, port: u32) -> Result<(u16, u8)> {
+        let mut speed = 0u16;
+        let mut width = 0u8;
+        // SAFETY: The device is valid; the out pointers are valid for writes.
+        to_result(unsafe {
+            bindings::ib_get_eth_speed(self.as_raw(), port, &mut speed, &mut width)
+        })?;
+        Ok((speed, width))
+    }
+
+    /// Allocates a device with ib_core, initialises its data, binds `ndev` to port 1 and
+    /// registers the device under `info.name`.
+    ///
+    /// On failure nothing is left behind. On success ib_core owns the device: it lives
+    /// until it is unregistered ([`DeviceRef::unregister_queued`], `rdma link delete`,
+    /// dropping [`AllDevices`]).
+    pub(crate) fn register(
+        info: &DeviceInfo<'_>,
+        ndev: &NetDevice,
+        data: impl PinInit<T::Data, Error>,
+    ) -> Result {
+        // SAFETY: Allocates a zeroed block of the given size, at least as large as an
+        // `ib_device`, with the `ib_device` at its start.
+        let raw = unsafe { bindings::rxe_rs_alloc_device(size_of::<Self>()) };
+        if raw.is_null() {
+            return Err(ENOMEM);
+        }
+        let this = raw.cast::<Self>();
+
+        // SAFETY: `this` points to an allocation of `Self`; `data` is not initialised yet
+        // and never moves (ib_core does not move devices).
+        if let Err(e) = unsafe { data.__pinned_init(ptr::addr_of_mut!((*this).data)) } {
+            // SAFETY: No ops are set, so this frees the block without touching `data`.
+            unsafe { bindings::ib_dealloc_device(raw) };
+            return Err(e);
+        }
+
+        let ops = Self::ops_table();
+        // SAFETY: `raw` is a valid, not yet registered device that only we reference.
+        unsafe {
+            let ib = &mut *raw;
+            ib.node_type = bindings::RXE_RS_NODE_IB_CA;
+            ib.phys_port_cnt = 1;
+            ib.num_comp_vectors = info.num_comp_vectors as c_int;
+            ib.local_dma_lkey = 0;
+            ib.node_guid = u64::from_ne_bytes(info.node_guid);
+            let desc = info.node_desc.to_bytes();
+            let n = desc.len().min(ib.node_desc.len() - 1);
+            for (d, s) in ib.node_desc.iter_mut().zip(&desc[..n]) {
+                *d = *s;
+            }
+            // librxe rings its send doorbell with the legacy POST_SEND write and arms
+            // CQs with REQ_NOTIFY_CQ; neither is in ib_core's default mask.
+            ib.uverbs_cmd_mask |= (1u64
+                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
+                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+            // INVARIANT: From here on `dealloc_driver` is set and drops `data`.
+            bindings::ib_set_device_ops(raw, &ops);
+        }
+
+        // SAFETY: `raw` is valid and `ndev` is a live net_device; ib_core takes its own
+        // reference.
+        let ret = unsafe { bindings::ib_device_set_netdev(raw, ndev.as_raw(), 1) };
+        let ret = if ret == 0 {
+            // SAFETY: `raw` is a fully set up device; `name` is NUL-terminated. A null DMA
+            // device makes ib_core use virtual DMA, as a software device must.
+            unsafe { bindings::ib_register_device(raw, info.name.as_char_ptr(), ptr::null_mut()) }
+        } else {
+            ret
+        };
+        if ret != 0 {
+            // SAFETY: After a failed registration the caller frees the device; this calls
+            // `dealloc_driver`, which drops `data`.
+            unsafe { bindings::ib_dealloc_device(raw) };
+        }
+        to_result(ret)
+    }
+
+    /// Finds the device of driver `T` bound to `ndev`, if any.
+    ///
+    /// Devices of other drivers that share the driver id (C rxe) are never returned.
+    pub(crate) fn find_by_netdev(ndev: &NetDevice) -> Option<DeviceRef<T>> {
+        // SAFETY: `ndev` is valid; a non-null result carries a device reference.
+        let raw = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), DRIVER_ID) };
+        if raw.is_null() {
+            return None;
+        }
+        // SAFETY: `raw` is a registered device on which we hold a reference.
+        let ours =
+            unsafe { bindings::rxe_rs_device_owner(raw) } == crate::THIS_MODULE.as_ptr().cast();
+        // INVARIANT: We hold a reference. The module registers devices of one driver type
+        // only, so a device it owns is a `Device<T>`.
+        let dev = DeviceRef {
+            ptr: raw,
+            _p: PhantomData,
+        };
+        ours.then_some(dev)
+    }
+
+    fn ops_table() -> bindings::ib_device_ops {
+        bindings::ib_device_ops {
+            owner: crate::THIS_MODULE.as_ptr().cast(),
+            driver_id: DRIVER_ID,
+            uverbs_abi_ver: T::UVERBS_ABI_VER,
+            query_device: Some(Self::query_device),
+            query_port: Some(Self::query_port),
+            get_port_immutable: Some(Self::get_port_immutable),
+            query_pkey: Some(Self::query_pkey),
+            get_link_layer: Some(Self::get_link_layer),
+            alloc_ucontext: Some(Self::alloc_ucontext),
+            dealloc_ucontext: Some(Self::dealloc_ucontext),
+            mmap: Some(Self::mmap),
+            alloc_pd: Some(Self::alloc_pd),
+            dealloc_pd: Some(Self::dealloc_pd),
+            dealloc_driver: Some(Self::dealloc_driver),
+            // Mandatory for registration, not offered yet.
+            create_qp: Some(unsupported::create_qp),
+            modify_qp: Some(unsupported::modify_qp),
+            destroy_qp: Some(unsupported::destroy_qp),
+            post_send: Some(unsupported::post_send),
+            post_recv: Some(unsupported::post_recv),
+            create_cq: Some(unsupported::create_cq),
+            destroy_cq: Some(unsupported::destroy_cq),
+            poll_cq: Some(unsupported::poll_cq),
+            req_notify_cq: Some(unsupported::req_notify_cq),
+            get_dma_mr: Some(unsupported::get_dma_mr),
+            reg_user_mr: Some(unsupported::reg_user_mr),
+            dereg_mr: Some(unsupported::dereg_mr),
+            size_ib_ucontext: size_of::<Ucontext<T>>(),
+            size_ib_pd: size_of::<Pd<T>>(),
+            // ib_core allocates these before calling the (failing) create verbs.
+            size_ib_cq: size_of::<bindings::ib_cq>(),
+            size_ib_qp: size_of::<bindings::ib_qp>(),
+            ..pin_init::zeroed()
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_device(
+        ib: *mut bindings::ib_device,
+        attr: *mut bindings::ib_device_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this only on our registered device.
+            let dev = unsafe { Self::from_raw(ib) };
+            // SAFETY: `udata` is null or valid for the call.
+            let udata = unsafe { Udata::from_raw(udata) };
+            if let Some(u) = udata {
+                u.require_empty_input()?;
+            }
+            let a = T::query_device(dev)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_to(unsafe { &mut *attr });
+            if let Some(u) = udata {
+                u.respond_empty()?;
+            }
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_port(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        attr: *mut bindings::ib_port_attr,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this only on our device.
+            let dev = unsafe { Self::from_raw(ib) };
+            let a = T::query_port(dev, port)?;
+            // SAFETY: `attr` is valid for writes for the call.
+            a.write_to(unsafe { &mut *attr });
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn get_port_immutable(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        out: *mut bindings::ib_port_immutable,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this only on our device.
+            let dev = unsafe { Self::from_raw(ib) };
+            let p = T::port_immutable(dev, port)?;
+            // SAFETY: `out` is valid for writes for the call.
+            let out = unsafe { &mut *out };
+            out.pkey_tbl_len = p.pkey_tbl_len as c_int;
+            out.gid_tbl_len = p.gid_tbl_len as c_int;
+            out.core_cap_flags = if p.roce_v2 {
+                bindings::RXE_RS_CORE_PORT_IBA_ROCE_UDP_ENCAP
+            } else {
+                0
+            };
+            out.max_mad_size = bindings::RXE_RS_MGMT_MAD_SIZE;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_pkey(
+        ib: *mut bindings::ib_device,
+        port: u32,
+        index: u16,
+        pkey: *mut u16,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this only on our device.
+            let dev = unsafe { Self::from_raw(ib) };
+            let v = T::query_pkey(dev, port, index)?;
+            // SAFETY: `pkey` is valid for writes for the call.
+            unsafe { *pkey = v };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> u32 {
+        // SAFETY: ib_core calls this only on our device.
+        let dev = unsafe { Self::from_raw(ib) };
+        match T::link_layer(dev, port) {
+            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_ucontext(
+        ctx: *mut bindings::ib_ucontext,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `ctx` with `size_ib_ucontext` bytes for our device.
+            unsafe { Ucontext::<T>::init(ctx, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn dealloc_ucontext(ctx: *mut bindings::ib_ucontext) {
+        // SAFETY: ib_core calls this once, on a context whose `alloc_ucontext` succeeded.
+        unsafe { Ucontext::<T>::drop_in_place(ctx) };
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn mmap(
+        ctx: *mut bindings::ib_ucontext,
+        vma: *mut bindings::vm_area_struct,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this on a live context of our device.
+            let ctx = unsafe { Ucontext::<T>::from_raw(ctx) };
+            // SAFETY: `vma` is valid for the call.
+            let (len, pgoff) = unsafe { (bindings::rxe_rs_vma_len(vma), (*vma).vm_pgoff) };
+            let offset = (pgoff as u64)
+                .checked_mul(kernel::page::PAGE_SIZE as u64)
+                .ok_or(EINVAL)?;
+            T::mmap(ctx, offset, len as u64)?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_pd(
+        pd: *mut bindings::ib_pd,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core allocated `pd` with `size_ib_pd` bytes for our device.
+            unsafe { Pd::<T>::init(pd, udata)? };
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn dealloc_pd(
+        pd: *mut bindings::ib_pd,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core calls this once, on a PD whose `alloc_pd` succeeded and that no
+        // object uses any more (it checked `usecnt`).
+        unsafe { Pd::<T>::drop_in_place(pd) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn dealloc_driver(ib: *mut bindings::ib_device) {
+        let this = ib.cast::<Self>();
+        // SAFETY: ib_core calls this exactly once, after the device is unregistered (or
+        // after a failed registration) and before it frees the block; by the type
+        // invariant `data` is initialised until now.
+        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
+    }
+}
+
+/// The driver id librxe stamps into every command; C rxe uses the same.
+const DRIVER_ID: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
+
+/// A counted reference to a registered device of driver `T`.
+///
+/// # Invariants
+///
+/// `ptr` is the `ib_device` of a `Device<T>` on which the object holds an
+/// `ib_device_try_get()` reference, dropped with `ib_device_put()`.
+pub(crate) struct DeviceRef<T: Driver> {
+    ptr: *mut bindings::ib_device,
+    _p: PhantomData<T>,
+}
+
+impl<T: Driver> DeviceRef<T> {
+    /// Asks ib_core to unregister the device from its unregistration workqueue.
+    ///
+    /// Safe from contexts that must not wait for the device's users, such as a netdev
+    /// notifier holding the RTNL.
+    pub(crate) fn unregister_queued(&self) {
+        // SAFETY: By the type invariant the device is valid.
+        unsafe { bindings::ib_unregister_device_queued(self.ptr) };
+    }
+}
+
+impl<T: Driver> core::ops::Deref for DeviceRef<T> {
+    type Target = Device<T>;
+
+    fn deref(&self) -> &Device<T> {
+        // SAFETY: By the type invariant the device is ours and registered; the reference
+        // keeps it from being deallocated.
+        unsafe { Device::from_raw(self.ptr) }
+    }
+}
+
+impl<T: Driver> Drop for DeviceRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one reference.
+        unsafe { bindings::ib_device_put(self.ptr) };
+    }
+}
+
+/// The module's claim on every device with this driver id: dropping it unregisters them
+/// all and waits until each one's `dealloc_driver` has run.
+///
+/// Hold it in the module between the link type (dropped before it, so no device is being
+/// added) and the netdev notifier (dropped after it). The id is shared with C rxe, whose
+/// devices this would take down too; the two drivers are never loaded together.
+pub(crate) struct AllDevices(());
+
+impl AllDevices {
+    /// Takes the claim, at module load.
+    pub(crate) fn new() -> Self {
+        Self(())
+    }
+}
+
+impl Drop for AllDevices {
+    fn drop(&mut self) {
+        // SAFETY: Safe to call from process context at any time.
+        unsafe { bindings::ib_unregister_driver(DRIVER_ID) };
+    }
+}
+
+/// Verbs that ib_core insists on at registration but that this layer does not offer yet.
+///
+/// Create verbs fail with `EOPNOTSUPP`, so no object of these kinds ever exists and the
+/// destroy verbs are never called.
+mod unsupported {
+    use super::{bindings, eopnotsupp};
+    use kernel::ffi::c_int;
+
+    fn err() -> c_int {
+        eopnotsupp().to_errno()
+    }
+
+    fn err_ptr<T>() -> *mut T {
+        eopnotsupp().to_ptr()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_qp(
+        _qp: *mut bindings::ib_qp,
+        _attr: *mut bindings::ib_qp_init_attr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn modify_qp(
+        _qp: *mut bindings::ib_qp,
+        _attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_qp(
+        _qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_send(
+        _qp: *mut bindings::ib_qp,
+        _wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        let _ = bad;
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn post_recv(
+        _qp: *mut bindings::ib_qp,
+        _wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        let _ = bad;
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn create_cq(
+        _cq: *mut bindings::ib_cq,
+        _attr: *const bindings::ib_cq_init_attr,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn destroy_cq(
+        _cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn poll_cq(
+        _cq: *mut bindings::ib_cq,
+        _n: c_int,
+        _wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn req_notify_cq(_cq: *mut bindings::ib_cq, _flags: u32) -> c_int {
+        err()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn get_dma_mr(
+        _pd: *mut bindings::ib_pd,
+        _acc: c_int,
+    ) -> *mut bindings::ib_mr {
+        err_ptr()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn reg_user_mr(
+        _pd: *mut bindings::ib_pd,
+        _start: u64,
+        _len: u64,
+        _va: u64,
+        _acc: c_int,
+        _dmah: *mut bindings::ib_dmah,
+        _udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        err_ptr()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    pub(super) unsafe extern "C" fn dereg_mr(
+        _mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        err()
+    }
+}

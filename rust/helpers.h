@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * C shim of rxe_rs: out-of-line versions of the static inline functions and macros of
+ * ib_core, uverbs and netdev that the Rust side needs. Each is a one-line wrapper.
+ */
+#ifndef RXE_RS_HELPERS_H
+#define RXE_RS_HELPERS_H
+
+#include <linux/types.h>
+
+struct ib_device;
+struct ib_udata;
+struct net_device;
+struct module;
+struct notifier_block;
+struct vm_area_struct;
+
+int rxe_rs_udata_in_is_empty(struct ib_udata *udata);
+int rxe_rs_respond_empty_udata(struct ib_udata *udata);
+int rxe_rs_curr_port_state(struct net_device *ndev);
+unsigned int rxe_rs_netdev_flags(struct net_device *ndev);
+unsigned int rxe_rs_netdev_mtu(struct net_device *ndev);
+void rxe_rs_netdev_put(struct net_device *ndev);
+struct net_device *rxe_rs_notifier_info_to_dev(void *ptr);
+int rxe_rs_netdev_eui48(struct net_device *ndev, u8 *eui64);
+unsigned int rxe_rs_num_possible_cpus(void);
+struct module *rxe_rs_device_owner(struct ib_device *dev);
+struct ib_device *rxe_rs_alloc_device(size_t size);
+unsigned long rxe_rs_vma_len(struct vm_area_struct *vma);
+
+#endif /* RXE_RS_HELPERS_H */

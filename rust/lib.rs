@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Safe abstractions over ib_core, uverbs and the netdev pieces that rxe_rs needs.
+//!
+//! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
+//! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h),
+//! [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
+//!
+//! This is the only part of the module that uses `unsafe` and raw bindings; the driver
+//! under `drivers/infiniband/sw/rxe_rs/` is `#![deny(unsafe_code)]`.
+//!
+//! | Rust | C | who allocates | who frees |
+//! |---|---|---|---|
+//! | [`device::Device<T>`] | `struct ib_device` + driver data | `_ib_alloc_device()` | ib_core, after `dealloc_driver` |
+//! | [`ucontext::Ucontext<T>`] | `struct ib_ucontext` + data | uverbs | uverbs, after `dealloc_ucontext` |
+//! | [`pd::Pd<T>`] | `struct ib_pd` + data | ib_core | ib_core, after `dealloc_pd` |
+//! | [`link::Registration<T>`] | `struct rdma_link_ops` | the module (pinned) | the module |
+//! | [`netdev::Notifier<T>`] | `struct notifier_block` | the module (pinned) | the module |
+//!
+//! In every case where ib_core allocates, the C struct is the first field of a `repr(C)`
+//! container and the driver's data is pin-initialised in place behind it; the data is
+//! dropped in place when ib_core says the object is gone, and the memory is never freed
+//! here. All callbacks run in process context.
+//!
+//! This file is loaded with `#[path]`, so the modules below resolve next to it.
+
+pub(crate) mod bindings;
+pub(crate) mod device;
+pub(crate) mod link;
+pub(crate) mod netdev;
+pub(crate) mod pd;
+pub(crate) mod ucontext;
+pub(crate) mod udata;

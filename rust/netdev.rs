@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Network devices, as far as an RDMA provider sees them.
+//!
+//! C headers: [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h),
+//! [`include/linux/notifier.h`](srctree/include/linux/notifier.h)
+//!
+//! | Rust | C | lifetime |
+//! |---|---|---|
+//! | [`NetDevice`] | `struct net_device` | borrowed for the length of a callback |
+//! | [`NetDeviceRef`] | `struct net_device` + one `dev_hold()` | owned reference, `dev_put()` on drop |
+//! | [`Notifier`] | `struct notifier_block` on the netdev chain | registered while pinned, unregistered on drop |
+//!
+//! Netdev notifier callbacks run in process context with the RTNL held.
+
+use super::bindings;
+use kernel::{error::to_result, prelude::*, types::Opaque};
+
+/// A network device borrowed from the caller of a callback.
+///
+/// # Invariants
+///
+/// The wrapped `net_device` is valid (registered or being unregistered, but not freed) for
+/// the lifetime of the borrow.
+#[repr(transparent)]
+pub(crate) struct NetDevice(Opaque<bindings::net_device>);
+
+impl NetDevice {
+    /// Borrows a `net_device` for `'a`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must point to a `net_device` that stays valid for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::net_device) -> &'a Self {
+        // SAFETY: `NetDevice` is `repr(transparent)` over the C struct; the caller
+        // guarantees validity for `'a`.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The raw pointer, for calls into C.
+    pub(crate) fn as_raw(&self) -> *mut bindings::net_device {
+        self.0.get()
+    }
+
+    /// The current MTU of the device.
+    pub(crate) fn mtu(&self) -> u32 {
+        // SAFETY: By the type invariant the device is valid.
+        unsafe { bindings::rxe_rs_netdev_mtu(self.as_raw()) }
+    }
+
+    /// Whether the device is administratively up (`IFF_UP`).
+    pub(crate) fn is_up(&self) -> bool {
+        // SAFETY: By the type invariant the device is valid.
+        let flags = unsafe { bindings::rxe_rs_netdev_flags(self.as_raw()) };
+        flags & bindings::RXE_RS_IFF_UP != 0
+    }
+
+    /// The RDMA port state the device's carrier and operational state imply.
+    pub(crate) fn port_state(&self) -> super::device::PortState {
+        // SAFETY: By the type invariant the device is valid.
+        let state = unsafe { bindings::rxe_rs_curr_port_state(self.as_raw()) };
+        super::device::PortState::from_raw(state as u32)
+    }
+
+    /// The modified EUI-64 built from the device's MAC address.
+    ///
+    /// A device without a MAC address gets a random one, since connection management
+    /// needs a unique node GUID. The bytes are in network order.
+    pub(crate) fn eui64(&self) -> [u8; 8] {
+        let mut eui = [0u8; 8];
+        // SAFETY: By the type invariant the device is valid; `eui` has the 8 bytes the
+        // helper writes.
+        unsafe { bindings::rxe_rs_netdev_eui48(self.as_raw(), eui.as_mut_ptr()) };
+        eui
+    }
+}
+
+/// An owned reference to a network device (a `dev_hold()` that is dropped with it).
+///
+/// # Invariants
+///
+/// `ptr` is valid and the object holds one reference to it.
+pub(crate) struct NetDeviceRef {
+    ptr: *mut bindings::net_device,
+}
+
+// SAFETY: A net_device reference may be dropped from any thread.
+unsafe impl Send for NetDeviceRef {}
+// SAFETY: The methods of `NetDevice` are safe to call concurrently.
+unsafe impl Sync for NetDeviceRef {}
+
+impl NetDeviceRef {
+    /// Takes ownership of one reference already held on `ptr`.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a valid `net_device` on which the caller holds a reference that it
+    /// hands over.
+    pub(crate) unsafe fn from_raw_owned(ptr: *mut bindings::net_device) -> Self {
+        // INVARIANT: Guaranteed by the caller.
+        Self { ptr }
+    }
+}
+
+impl core::ops::Deref for NetDeviceRef {
+    type Target = NetDevice;
+
+    fn deref(&self) -> &NetDevice {
+        // SAFETY: By the type invariant we hold a reference, so the device stays valid.
+        unsafe { NetDevice::from_raw(self.ptr) }
+    }
+}
+
+impl Drop for NetDeviceRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we hold one reference, released here.
+        unsafe { bindings::rxe_rs_netdev_put(self.ptr) };
+    }
+}
+
+/// A netdev event an RDMA provider reacts to.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum NetdevEvent {
+    /// The device is being unregistered; every user must let go of it.
+    Unregister,
+    /// The device's MTU changed.
+    ChangeMtu,
+    /// Anything else (port state changes are dispatched by ib_core itself).
+    Other,
+}
+
+/// Handler of netdev notifier events.
+pub(crate) trait NetdevEvents: 'static {
+    /// Called for every event on every network device of the system, with the RTNL held.
+    fn event(event: NetdevEvent, dev: &NetDevice);
+}
+
+/// A registered netdev notifier that calls `T::event`.
+///
+/// # Invariants
+///
+/// `nb` is registered on the netdevice notifier chain for as long as the object lives.
+#[pin_data(PinnedDrop)]
+pub(crate) struct Notifier<T: NetdevEvents> {
+    #[pin]
+    nb: Opaque<bindings::notifier_block>,
+    _p: core::marker::PhantomData<T>,
+}
+
+// SAFETY: The notifier block is only touched by the notifier chain, under its own lock.
+unsafe impl<T: NetdevEvents> Send for Notifier<T> {}
+// SAFETY: There are no methods taking `&self`.
+unsafe impl<T: NetdevEvents> Sync for Notifier<T> {}
+
+impl<T: NetdevEvents> Notifier<T> {
+    /// Registers a netdev notifier.
+    pub(crate) fn register() -> impl PinInit<Self, Error> {
+        try_pin_init!(Self {
+            nb <- Opaque::try_ffi_init(|slot: *mut bindings::notifier_block| {
+                // SAFETY: `slot` is valid for writes and pinned for the life of `Self`;
+                // the chain keeps the pointer until `PinnedDrop` unregisters it.
+                unsafe {
+                    slot.write(bindings::notifier_block {
+                        notifier_call: Some(Self::notifier_call),
+                        ..pin_init::zeroed()
+                    });
+                    to_result(bindings::register_netdevice_notifier(slot))
+                }
+            }),
+            _p: core::marker::PhantomData,
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for the netdev notifier chain, which passes a live notifier block and event data.
+    unsafe extern "C" fn notifier_call(
+        _nb: *mut bindings::notifier_block,
+        event: kernel::ffi::c_ulong,
+        ptr: *mut kernel::ffi::c_void,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: Netdev notifier data always carries the device.
+        let raw = unsafe { bindings::rxe_rs_notifier_info_to_dev(ptr) };
+        // SAFETY: The device is valid for the duration of the notifier call.
+        let dev = unsafe { NetDevice::from_raw(raw) };
+        let event = match event {
+            bindings::RXE_RS_NETDEV_UNREGISTER => NetdevEvent::Unregister,
+            bindings::RXE_RS_NETDEV_CHANGEMTU => NetdevEvent::ChangeMtu,
+            _ => NetdevEvent::Other,
+        };
+        T::event(event, dev);
+        bindings::RXE_RS_NOTIFY_DONE
+    }
+}
+
+#[pinned_drop]
+impl<T: NetdevEvents> PinnedDrop for Notifier<T> {
+    fn drop(self: Pin<&mut Self>) {
+        // SAFETY: By the type invariant the block is registered. Unregistering waits for
+        // running callbacks (the chain is protected by the RTNL).
+        unsafe { bindings::unregister_netdevice_notifier(self.nb.get()) };
+    }
+}

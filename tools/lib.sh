@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared settings of the rxe_rs tools: the cache layout and the pinned versions.
+# Sourced by the other scripts, never run on its own.
+
+# The one place that names the kernel the project is written for.
+KVER=7.2.13
+KSERIES=7.2
+KDEB_VERSION=7.2.13-1
+
+TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+TOP_DIR=$(cd "$TOOLS_DIR/.." && pwd)
+
+# Every heavy artefact lives here, outside the checkout.
+RXE_RS_CACHE=${RXE_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rxe_rs}
+export RXE_RS_CACHE
+
+# Debian mirror for the sid tree; the snapshot it serves has an expired Release file.
+DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+
+stage_start() {
+	STAGE_NAME=$1
+	STAGE_T0=$(date +%s)
+	printf '==> %s\n' "$STAGE_NAME" >&2
+}
+
+stage_end() {
+	printf '==> %s: done in %ss\n' "$STAGE_NAME" "$(($(date +%s) - STAGE_T0))" >&2
+}
+
+die() {
+	printf 'error: %s\n' "$*" >&2
+	exit 1
+}
+
+# Short content hash of files and strings, used as cache keys.
+cache_key() {
+	sha256sum "$@" | sha256sum | cut -c1-16
+}
+
+rootfs_key() {
+	cache_key "$TOOLS_DIR/rootfs-packages.txt" "$TOOLS_DIR/bootstrap-rootfs.sh"
+}
+
+rootfs_dir() {
+	printf '%s/rootfs-%s\n' "$RXE_RS_CACHE" "$(rootfs_key)"
+}
+
+# Run a command inside the toolchain tree, in a private mount namespace so that the
+# bind mounts vanish with it and the tree stays bootable. The checkout is at /src and
+# the cache at /cache inside.
+in_rootfs() {
+	local root
+	root=$(rootfs_dir)
+	[ -f "$root/.complete" ] || die "no toolchain tree at $root: run tools/bootstrap-rootfs.sh"
+	unshare --mount --propagation private -- /bin/sh -c '
+		set -e
+		root=$1; top=$2; cache=$3; shift 3
+		mount -t proc proc "$root/proc"
+		mount --rbind /sys "$root/sys"
+		mount --rbind /dev "$root/dev"
+		mkdir -p "$root/src" "$root/cache"
+		mount --bind "$top" "$root/src"
+		mount --bind "$cache" "$root/cache"
+		mount -t tmpfs tmpfs "$root/tmp"
+		exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
+			LANG=C.UTF-8 "$@"
+	' in_rootfs "$root" "$TOP_DIR" "$RXE_RS_CACHE" "$@"
+}
