@@ -6,7 +6,7 @@
 #                                 failslab; built with LLVM=1
 # The result (bzImage, .config, modules installed under mod/, and the build tree that
 # out-of-tree modules build against) is cached under $RXE_RS_CACHE, keyed by the kernel
-# version, the fragments, the toolchain tree and this script. Prints the build dir.
+# version, the fragments, the toolchain tree and the recipe version (tools/lib.sh). Prints the build dir.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -24,12 +24,16 @@ esac
 
 kernel_dir() {
 	local key
-	key=$(printf '%s %s %s\n' "$KVER" "$flavor" "$(rootfs_key)" |
-		cache_key - "${frags[@]}" "$TOOLS_DIR/build-kernel.sh")
+	key=$(printf '%s %s %s %s\n' "$KVER" "$flavor" "$(rootfs_key)" "$KERNEL_RECIPE" |
+		cache_key - "${frags[@]}")
 	printf '%s/kernel-%s-%s\n' "$RXE_RS_CACHE" "$flavor" "$key"
 }
 
 out=$(kernel_dir)
+# One build per flavor at a time; a second caller waits for the first one's result.
+mkdir -p "$RXE_RS_CACHE"
+exec 9>"$RXE_RS_CACHE/kernel-$flavor.lock"
+flock 9
 if [ -f "$out/.complete" ]; then
 	echo "$out"
 	exit 0

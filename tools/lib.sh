@@ -32,13 +32,22 @@ die() {
 	exit 1
 }
 
-# Short content hash of files and strings, used as cache keys.
+# Short hash of the contents of files ("-" is standard input), used as cache keys. Only
+# contents count, never paths: a clone elsewhere must find the same cache entries.
 cache_key() {
-	sha256sum "$@" | sha256sum | cut -c1-16
+	local f
+	for f in "$@"; do
+		if [ "$f" = - ]; then cat; else cat "$f"; fi | sha256sum
+	done | sha256sum | cut -c1-16
 }
 
+# Versions of the recipes that make the cached artefacts: bump one when a change to its
+# script changes what the script produces (not for changes of how it runs).
+ROOTFS_RECIPE=1
+KERNEL_RECIPE=1
+
 rootfs_key() {
-	cache_key "$TOOLS_DIR/rootfs-packages.txt" "$TOOLS_DIR/bootstrap-rootfs.sh"
+	printf 'recipe %s\n' "$ROOTFS_RECIPE" | cache_key - "$TOOLS_DIR/rootfs-packages.txt"
 }
 
 rootfs_dir() {

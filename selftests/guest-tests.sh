@@ -1,0 +1,137 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# In-guest tests of one driver, TAP on stdout.
+#
+#   DRIVER=rxe|rxe_rs sh guest-tests.sh
+#
+# Expects the share at /mnt/host with rxe_rs.ko and bin/verbs_basic. Every test leaves no
+# device behind unless it says otherwise; `check_clean` verifies it after each test.
+DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
+HOST=/mnt/host
+VB=$HOST/bin/verbs_basic
+DEV=tdev0
+n=0
+
+case $DRIVER in
+rxe) load() { modprobe rdma_rxe; } ; unload() { modprobe -r rdma_rxe; } ;;
+rxe_rs) load() { insmod "$HOST/rxe_rs.ko"; } ; unload() { rmmod rxe_rs; } ;;
+*) echo "Bail out! unknown driver $DRIVER"; exit 1 ;;
+esac
+
+devices() { rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1; }
+add() { rdma link add "$1" type "$DRIVER" netdev "$2"; }
+del_all() { for d in $(devices); do rdma link delete "$d"; done; }
+# Waits (bounded) until a command succeeds.
+wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 50 ] && return 1; sleep 0.2; done; }
+port_state() { ibv_devinfo -d "$DEV" | grep -q "state:.*$1"; }
+no_device() { [ -z "$(devices)" ]; }
+
+# run NAME FUNCTION: one TAP line; exit status 4 of the function means skip.
+run() {
+	n=$((n + 1))
+	"$2" > /tmp/test.log 2>&1
+	rc=$?
+	if [ $rc = 0 ]; then
+		echo "ok $n $1"
+	elif [ $rc = 4 ]; then
+		echo "ok $n $1 # SKIP $(tail -n 1 /tmp/test.log)"
+	else
+		echo "not ok $n $1"
+		sed 's/^/#   /' /tmp/test.log
+	fi
+	del_all >/dev/null 2>&1
+	ip link del tveth0 >/dev/null 2>&1
+	ip link set eth0 up
+}
+
+with_dev() { add "$DEV" eth0 || return 1; wait_for port_state PORT_ACTIVE || { echo "port not active"; return 1; }; }
+
+t_link_add() { with_dev && rdma link show "$DEV/1" && [ "$(devices)" = "$DEV" ]; }
+t_ibv_devices() { with_dev && ibv_devices | grep -qw "$DEV"; }
+t_devinfo_port() {
+	with_dev && ibv_devinfo -v -d "$DEV" > /tmp/devinfo &&
+		grep -q 'state:.*PORT_ACTIVE' /tmp/devinfo &&
+		grep -q 'link_layer:.*Ethernet' /tmp/devinfo &&
+		grep -q '::ffff:10.0.2.15, RoCE v2' /tmp/devinfo ||
+		{ cat /tmp/devinfo; return 1; }
+}
+t_open_query() { with_dev && "$VB" "$DEV" open_query; }
+t_gid_roce_v2() { with_dev && "$VB" "$DEV" gid; }
+t_alloc_pd() { with_dev && "$VB" "$DEV" pd; }
+t_alloc_pd_many() { with_dev && "$VB" "$DEV" pd_many; }
+t_close_with_pd() { with_dev && "$VB" "$DEV" close_with_pd && "$VB" "$DEV" pd; }
+t_create_cq() { with_dev && "$VB" "$DEV" create_cq; }
+t_unsupported_fails() { with_dev && "$VB" "$DEV" unsupported_fails; }
+t_port_follows_carrier() {
+	with_dev || return 1
+	ip link set eth0 down
+	wait_for port_state PORT_DOWN || { echo "port not DOWN after eth0 down"; return 1; }
+	ip link set eth0 up
+	wait_for port_state PORT_ACTIVE || { echo "port not ACTIVE after eth0 up"; return 1; }
+}
+t_missing_netdev() {
+	if add "$DEV" nosuchdev0; then echo "link add on a missing netdev succeeded"; return 1; fi
+	no_device
+}
+t_name_taken() {
+	with_dev || return 1
+	ip link add tveth0 type veth peer name tveth1 || return 1
+	if add "$DEV" tveth0; then echo "second device with the same name"; return 1; fi
+	[ "$(devices)" = "$DEV" ] && "$VB" "$DEV" open_query
+}
+t_same_netdev_twice() {
+	with_dev || return 1
+	if add tdev1 eth0; then echo "second device on eth0"; return 1; fi
+	[ "$(devices)" = "$DEV" ]
+}
+t_netdev_removed() {
+	ip link add tveth0 type veth peer name tveth1 || return 1
+	add tdevv tveth0 || return 1
+	rdma link show tdevv/1 || return 1
+	ip link del tveth0
+	wait_for no_device || { echo "device left after its netdev went away:"; rdma link; return 1; }
+}
+t_link_delete() {
+	with_dev || return 1
+	rdma link delete "$DEV" || return 1
+	no_device && ! ibv_devices | grep -qw "$DEV"
+}
+t_link_delete_with_user() {
+	with_dev || return 1
+	# A process holding the device with a PD: delete must still complete.
+	sleep 2 | "$VB" "$DEV" pd &
+	rdma link delete "$DEV" || return 1
+	wait
+	no_device
+}
+t_module_unload() {
+	with_dev || return 1
+	unload || { echo "unload failed"; return 1; }
+	no_device || return 1
+	load
+}
+
+echo "TAP version 13"
+modprobe ib_uverbs
+load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
+run link_add t_link_add
+run ibv_devices_lists_device t_ibv_devices
+run devinfo_port_active_roce_v2_gid t_devinfo_port
+run open_query_device_port t_open_query
+run gid_ipv4_is_roce_v2 t_gid_roce_v2
+run alloc_dealloc_pd t_alloc_pd
+run alloc_dealloc_pd_many t_alloc_pd_many
+run close_device_with_pds t_close_with_pd
+run create_cq t_create_cq
+run unsupported_verb_fails t_unsupported_fails
+run port_follows_carrier t_port_follows_carrier
+run bad_missing_netdev t_missing_netdev
+run bad_name_taken t_name_taken
+run bad_same_netdev_twice t_same_netdev_twice
+run netdev_unregister_removes_device t_netdev_removed
+run link_delete t_link_delete
+run link_delete_with_user t_link_delete_with_user
+run module_unload t_module_unload
+echo "1..$n"
+unload
+exit 0

@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make check: the test suite CI runs. Stages print their wall time; the run ends with
+# one line `N passed, N failed, N skipped` (tests on rxe_rs; rxe's outcomes are the
+# comparison) and exits non-zero on any failure.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+out=$TOP_DIR/build/check
+rm -rf "$out"
+mkdir -p "$out"
+passed=0 failed=0 skipped=0
+pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
+skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$1"; }
+T0=$(date +%s)
+
+stage_start "host packages"
+"$TOOLS_DIR/install-host.sh"
+stage_end
+
+stage_start "toolchain tree"
+"$TOOLS_DIR/bootstrap-rootfs.sh"
+stage_end
+
+stage_start "test kernel"
+"$TOOLS_DIR/build-kernel.sh" test >/dev/null
+stage_end
+
+stage_start "host tests (cargo)"
+crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" | sort)
+if [ -z "$crates" ]; then
+	echo "no host crate yet"
+else
+	for c in $crates; do
+		if (cd "$(dirname "$c")" && cargo test --quiet); then pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"; else fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"; fi
+	done
+fi
+stage_end
+
+stage_start "module build, CLIPPY=1, warnings are errors"
+if "$TOOLS_DIR/build-module.sh" test CLIPPY=1 > "$out/build.log" 2>&1; then
+	pass "module build with clippy"
+else
+	cat "$out/build.log"
+	fail "module build with clippy"
+	echo "$passed passed, $failed failed, $skipped skipped"
+	exit 1
+fi
+stage_end
+
+stage_start "rustfmt --check"
+if in_rootfs sh -c 'cd /src && rustfmt --check --edition 2021 \
+	--config-path /usr/src/linux-source-'"$KSERIES"'/.rustfmt.toml \
+	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs'; then
+	pass "rustfmt"
+else
+	fail "rustfmt"
+fi
+stage_end
+
+# The share a guest sees at /mnt/host: module, test binaries, scripts.
+make_share() {
+	local flavor=$1 share=$TOP_DIR/build/share-$1
+	mkdir -p "$share/bin"
+	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
+	cp "$TOP_DIR/selftests/guest-tests.sh" "$share/"
+	in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/verbs_basic" \
+		/src/selftests/verbs_basic.c -libverbs
+}
+
+stage_start "selftests build"
+make_share test
+stage_end
+
+# Boots the guest once per driver and collects TAP.
+for drv in rxe rxe_rs; do
+	stage_start "selftests on $drv (one boot)"
+	printf 'cd /mnt/host && DRIVER=%s sh guest-tests.sh\n' "$drv" > "$out/cmd-$drv.sh"
+	set +e
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$TOP_DIR/build/share-test" --timeout 600 \
+		"$out/cmd-$drv.sh" > "$out/$drv.console" 2>&1
+	rc=$?
+	set -e
+	tr -d '\r' < "$out/$drv.console" | grep -E '^(not )?ok [0-9]+ |^Bail out!' > "$out/$drv.tap" || true
+	[ $rc = 0 ] || echo "guest run on $drv exited with $rc"
+	[ -s "$out/$drv.tap" ] || { tail -n 40 "$out/$drv.console"; fail "guest run on $drv produced no results"; }
+	stage_end
+done
+
+# outcome FILE TEST -> ok | FAIL | skip | -
+outcome() {
+	awk -v t="$2" '
+		$1 == "ok" && $3 == t { print ($0 ~ /# SKIP/) ? "skip" : "ok"; found = 1; exit }
+		$1 == "not" && $4 == t { print "FAIL"; found = 1; exit }
+		END { if (!found) print "-" }' "$1"
+}
+listed() { grep -qE "^$1[[:space:]]" "$TOP_DIR/selftests/differences.txt"; }
+
+stage_start "side-by-side report"
+tests=$(awk '$1 == "ok" { print $3 } $1 == "not" { print $4 }' "$out/rxe_rs.tap" "$out/rxe.tap" | awk '!seen[$0]++')
+printf '%-36s %-6s %-6s %s\n' test rxe rxe_rs verdict
+for t in $tests; do
+	a=$(outcome "$out/rxe.tap" "$t")
+	b=$(outcome "$out/rxe_rs.tap" "$t")
+	verdict=pass
+	if [ "$a" != "$b" ]; then
+		if listed "$t"; then verdict="pass (listed difference)"; else verdict="FAIL (differs from rxe)"; fi
+	elif [ "$b" = FAIL ]; then
+		verdict="FAIL"
+	fi
+	[ "$b" = skip ] && [ "$verdict" = pass ] && verdict=skip
+	[ "$b" = - ] && verdict="FAIL (did not run)"
+	printf '%-36s %-6s %-6s %s\n' "$t" "$a" "$b" "$verdict"
+done | tee "$out/report.txt"
+passed=$((passed + $(grep -c ' pass' "$out/report.txt" || true)))
+skipped=$((skipped + $(grep -c ' skip$' "$out/report.txt" || true)))
+failed=$((failed + $(grep -c ' FAIL' "$out/report.txt" || true)))
+if grep -q ' FAIL' "$out/report.txt"; then
+	echo "--- details of failures on rxe_rs:"
+	awk '/^not ok/ { p = 1; print; next } /^(ok|not ok) / { p = 0 } p && /^#/' "$out/rxe_rs.console" | head -n 60
+fi
+stage_end
+
+stage_start "debug kernel (KASAN, kmemleak, lockdep): rxe_rs alone"
+if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
+	# For quick local runs only; CI never sets it.
+	skip "debug stage (RXE_RS_SKIP_DEBUG is set)"
+elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
+	"$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1; then
+	make_share debug
+	cat > "$out/cmd-debug.sh" <<-'EOF'
+		kml=/sys/kernel/debug/kmemleak
+		[ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
+		echo clear > $kml
+		cd /mnt/host && DRIVER=rxe_rs sh guest-tests.sh
+		modprobe -r ib_uverbs
+		# Objects freed by RCU need a grace period before they count as freed.
+		sleep 5; echo scan > $kml; sleep 5; echo scan > $kml
+		cat $kml > /mnt/host/kmemleak.txt
+		grep debug_locks: /proc/lockdep_stats > /mnt/host/lockdep.txt
+		exit 0
+	EOF
+	set +e
+	"$TOOLS_DIR/vm-run.sh" --kernel debug --share "$TOP_DIR/build/share-debug" --timeout 1200 \
+		"$out/cmd-debug.sh" > "$out/debug.console" 2>&1
+	rc=$?
+	set -e
+	share=$TOP_DIR/build/share-debug
+	tr -d '\r' < "$out/debug.console" | grep -E '^(not )?ok [0-9]+ ' > "$out/debug.tap" || true
+	[ $rc = 0 ] && pass "debug: guest ran to completion" || fail "debug: guest exited with $rc"
+	n_ok=$(grep -c '^ok' "$out/debug.tap" || true)
+	n_bad=$(grep -c '^not ok' "$out/debug.tap" || true)
+	echo "debug: selftests on rxe_rs: $n_ok ok, $n_bad not ok"
+	if grep -q '^sanitizer: kmemleak on' "$out/debug.console" &&
+		grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null &&
+		grep -q 'KernelAddressSanitizer initialized' "$out/debug.console"; then
+		pass "debug: sanitizers active (KASAN, kmemleak, lockdep debug_locks=1)"
+	else
+		fail "debug: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
+	fi
+	reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$out/debug.console" | grep -v 'KernelAddressSanitizer initialized' || true)
+	if [ -z "$reports" ]; then pass "debug: no KASAN/lockdep/WARN/BUG report"; else echo "$reports" | head -n 40; fail "debug: kernel reports"; fi
+	if [ -s "$share/kmemleak.txt" ]; then head -n 60 "$share/kmemleak.txt"; fail "debug: kmemleak reports leaks"; else pass "debug: kmemleak clean"; fi
+else
+	cat "$out/build-debug.log"
+	fail "debug: kernel or module build (clang-built kernel)"
+fi
+stage_end
+
+echo "total wall time: $(($(date +%s) - T0))s"
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make rdma-core-tests: rdma-core's own test suite (python3-pyverbs' run_tests.py) on
+# rdma_rxe and on rxe_rs, one boot each, with per-test results and their difference in
+# build/rdma-core-tests/. It reports; it does not pass or fail on the suite's results.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+out=$TOP_DIR/build/rdma-core-tests
+share=$TOP_DIR/build/share-suite
+mkdir -p "$out" "$share"
+"$TOOLS_DIR/install-host.sh"
+"$TOOLS_DIR/bootstrap-rootfs.sh"
+"$TOOLS_DIR/build-module.sh" test >/dev/null
+cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
+
+for drv in rxe rxe_rs; do
+	stage_start "rdma-core tests on $drv"
+	if [ $drv = rxe ]; then load="modprobe rdma_rxe"; else load="insmod /mnt/host/rxe_rs.ko"; fi
+	cat > "$share/suite.sh" <<GUEST
+modprobe ib_uverbs
+$load
+rdma link add dev0 type $drv netdev eth0
+cp -r /usr/share/doc/rdma-core/tests /tmp/t
+cd /tmp/t && find . -name '*.gz' -exec gunzip -f {} +
+timeout 900 python3 run_tests.py --dev dev0 -v > /mnt/host/suite-$drv.log 2>&1
+echo "run_tests.py exited \$?"
+exit 0
+GUEST
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1200 "$share/suite.sh" \
+		> "$out/$drv.console" 2>&1 || echo "guest run on $drv failed: see $out/$drv.console"
+	# unittest -v lines: "test_x (module.Class.test_x) ... ok|skipped '...'|FAIL|ERROR"
+	sed -nE 's/^(test[^ ]*) \(([^)]*)\).* \.\.\. (ok|skipped|FAIL|ERROR|expected failure).*/\2 \3/p' \
+		"$share/suite-$drv.log" | sort > "$out/$drv.results"
+	cp "$share/suite-$drv.log" "$out/$drv.log"
+	printf '%s: %s tests, %s ok, %s skipped, %s failed, %s errors\n' "$drv" \
+		"$(wc -l < "$out/$drv.results")" "$(grep -c ' ok$' "$out/$drv.results" || true)" \
+		"$(grep -c ' skipped$' "$out/$drv.results" || true)" \
+		"$(grep -c ' FAIL$' "$out/$drv.results" || true)" \
+		"$(grep -c ' ERROR$' "$out/$drv.results" || true)" | tee "$out/$drv.summary"
+	stage_end
+done
+join -a1 -a2 -e - -o 0,1.2,2.2 "$out/rxe.results" "$out/rxe_rs.results" |
+	awk '$2 != $3' > "$out/difference.txt"
+echo "tests whose outcome differs (test rxe rxe_rs): $(wc -l < "$out/difference.txt"), in $out/difference.txt"

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot a test kernel under QEMU TCG with the toolchain tree as root (virtio-9p) and run a
+# script in it as the guest's payload.
+#
+#   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS] SCRIPT
+#
+# DIR is shared with the guest at /mnt/host; SCRIPT is copied there as cmd.sh, together
+# with the kernel's modules. The console goes to stdout and DIR/console.log. The exit
+# status is the script's; a guest that crashes, hangs or never reports fails.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+flavor=test share= timeout=600
+while [ $# -gt 1 ]; do
+	case $1 in
+	--kernel) flavor=$2; shift 2 ;;
+	--share) share=$2; shift 2 ;;
+	--timeout) timeout=$2; shift 2 ;;
+	*) die "unknown option $1" ;;
+	esac
+done
+script=${1:?usage: vm-run.sh --kernel test|debug --share DIR [--timeout S] SCRIPT}
+[ -n "$share" ] || die "--share DIR is required"
+
+kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor")
+root=$(rootfs_dir)
+mkdir -p "$share"
+share=$(cd "$share" && pwd)
+cp "$script" "$share/cmd.sh"
+rm -f "$share/exit-status"
+# The modules as installed by the kernel build, refreshed when the kernel changed.
+if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
+	rm -rf "$share/modules"
+	cp -a "$kdir/mod/lib/modules" "$share/modules"
+	echo "$kdir" > "$share/modules/.kernel"
+fi
+install -m 0755 "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"
+
+append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
+append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
+append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
+[ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot"
+
+set +e
+timeout --foreground -k 5 "$timeout" qemu-system-x86_64 \
+	-accel tcg,thread=multi -cpu max -smp 2 -m 2G \
+	-nographic -no-reboot -nodefaults -serial stdio \
+	-kernel "$kdir/arch/x86/boot/bzImage" -append "$append" \
+	-virtfs "local,path=$root,mount_tag=rootfs,security_model=passthrough,multidevs=remap" \
+	-virtfs "local,path=$share,mount_tag=host,security_model=passthrough,multidevs=remap" \
+	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
+	</dev/null 2>&1 | tee "$share/console.log"
+qemu=${PIPESTATUS[0]}
+set -e
+[ "$qemu" = 124 ] && echo "vm-run: guest timed out after ${timeout}s" >&2
+if [ ! -s "$share/exit-status" ]; then
+	echo "vm-run: the guest did not report an exit status (crash or timeout)" >&2
+	exit 125
+fi
+exit "$(cat "$share/exit-status")"
