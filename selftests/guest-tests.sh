@@ -12,9 +12,20 @@ VB=$HOST/bin/verbs_basic
 DEV=tdev0
 n=0
 
+KVER=$(uname -r)
 case $DRIVER in
-rxe) load() { modprobe rdma_rxe; } ; unload() { modprobe -r rdma_rxe; } ;;
-rxe_rs) load() { insmod "$HOST/rxe_rs.ko"; } ; unload() { rmmod rxe_rs; } ;;
+rxe)
+	MOD=rdma_rxe
+	KO=$(modinfo -n rdma_rxe)
+	load() { modprobe rdma_rxe; }
+	unload() { modprobe -r rdma_rxe; }
+	;;
+rxe_rs)
+	MOD=rxe_rs
+	KO=$HOST/rxe_rs.ko
+	load() { insmod "$HOST/rxe_rs.ko"; }
+	unload() { rmmod rxe_rs; }
+	;;
 *) echo "Bail out! unknown driver $DRIVER"; exit 1 ;;
 esac
 
@@ -98,11 +109,30 @@ t_link_delete() {
 }
 t_link_delete_with_user() {
 	with_dev || return 1
-	# A process holding the device with a PD: delete must still complete.
-	sleep 2 | "$VB" "$DEV" pd &
+	# A process holds the device with a PD while it is deleted: the delete completes
+	# (today by waiting for the process to close the device) and leaves nothing.
+	"$VB" "$DEV" hold > /tmp/hold.out 2>&1 &
+	wait_for grep -q ready /tmp/hold.out || { cat /tmp/hold.out; return 1; }
 	rdma link delete "$DEV" || return 1
-	wait
+	wait $! || { echo "holder failed:"; cat /tmp/hold.out; return 1; }
 	no_device
+}
+# Before ib_core is loaded: insmod fails with the kernel's unknown-symbol error.
+t_insmod_without_ib_core() {
+	if lsmod | grep -q '^ib_core '; then echo "ib_core already loaded"; return 1; fi
+	if insmod "$KO"; then echo "insmod succeeded without ib_core"; return 1; fi
+	dmesg | grep -q "$MOD: Unknown symbol" || { dmesg | tail -n 5; return 1; }
+}
+# Installed and indexed by depmod, the module is loaded by `rdma link add ... type`.
+t_link_add_autoloads() {
+	unload || return 1
+	cp -a "/lib/modules/$KVER" /tmp/modules || return 1
+	mount --bind /tmp/modules "/lib/modules/$KVER" || return 1
+	if [ "$DRIVER" = rxe_rs ]; then
+		mkdir -p "/lib/modules/$KVER/extra" && cp "$KO" "/lib/modules/$KVER/extra/" && depmod || return 1
+	fi
+	add "$DEV" eth0 || { echo "link add did not load $MOD"; return 1; }
+	lsmod | grep -q "^$MOD " && rdma link show "$DEV/1"
 }
 t_module_unload() {
 	with_dev || return 1
@@ -112,6 +142,7 @@ t_module_unload() {
 }
 
 echo "TAP version 13"
+run insmod_without_ib_core_fails t_insmod_without_ib_core
 modprobe ib_uverbs
 load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
 run link_add t_link_add
@@ -132,6 +163,7 @@ run netdev_unregister_removes_device t_netdev_removed
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user
 run module_unload t_module_unload
+run link_add_autoloads_module t_link_add_autoloads
 echo "1..$n"
 unload
 exit 0

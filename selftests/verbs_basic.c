@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
@@ -147,6 +148,22 @@ static int check_unsupported_fails(struct ibv_context *ctx)
 	return 0;
 }
 
+/*
+ * Holds the device open with a PD for a few seconds, then closes it. Without
+ * disassociate_ucontext, ib_core's unregistration waits for this process to let go.
+ */
+static int check_hold(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+
+	if (!pd)
+		FAIL("ibv_alloc_pd: %s", strerror(errno));
+	printf("ready\n");
+	fflush(stdout);
+	sleep(3);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_context *ctx;
@@ -173,6 +190,8 @@ int main(int argc, char **argv)
 		ret = check_pd(ctx);
 	else if (!strcmp(check, "pd_many"))
 		ret = check_pd_many(ctx);
+	else if (!strcmp(check, "hold"))
+		ret = check_hold(ctx);
 	else if (!strcmp(check, "create_cq"))
 		ret = check_create_cq(ctx);
 	else if (!strcmp(check, "unsupported_fails"))

@@ -29,9 +29,13 @@ exit 0
 GUEST
 	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1200 "$share/suite.sh" \
 		> "$out/$drv.console" 2>&1 || echo "guest run on $drv failed: see $out/$drv.console"
-	# unittest -v lines: "test_x (module.Class.test_x) ... ok|skipped '...'|FAIL|ERROR"
-	sed -nE 's/^(test[^ ]*) \(([^)]*)\).* \.\.\. (ok|skipped|FAIL|ERROR|expected failure).*/\2 \3/p' \
-		"$share/suite-$drv.log" | sort > "$out/$drv.results"
+	# unittest -v: "test_x (module.Class.test_x)", then (perhaps after a docstring line)
+	# "... ok|skipped '...'|FAIL|ERROR|expected failure".
+	tr -d '\r' < "$share/suite-$drv.log" | awk '
+		match($0, /^test[^ ]* \(([^)]*)\)/) { id = substr($0, RSTART, RLENGTH); sub(/^[^(]*\(/, "", id); sub(/\)$/, "", id) }
+		id != "" && match($0, / \.\.\. (ok|skipped|FAIL|ERROR|expected failure)/) {
+			r = substr($0, RSTART + 5, RLENGTH - 5); sub(/ .*/, "", r); print id, r; id = ""
+		}' | sort > "$out/$drv.results"
 	cp "$share/suite-$drv.log" "$out/$drv.log"
 	printf '%s: %s tests, %s ok, %s skipped, %s failed, %s errors\n' "$drv" \
 		"$(wc -l < "$out/$drv.results")" "$(grep -c ' ok$' "$out/$drv.results" || true)" \
