@@ -856,9 +856,8 @@ mod unsupported {
     pub(super) unsafe extern "C" fn post_send(
         _qp: *mut bindings::ib_qp,
         _wr: *const bindings::ib_send_wr,
-        bad: *mut *const bindings::ib_send_wr,
+        _bad: *mut *const bindings::ib_send_wr,
     ) -> c_int {
-        let _ = bad;
         err()
     }
 
@@ -868,9 +867,8 @@ mod unsupported {
     pub(super) unsafe extern "C" fn post_recv(
         _qp: *mut bindings::ib_qp,
         _wr: *const bindings::ib_recv_wr,
-        bad: *mut *const bindings::ib_recv_wr,
+        _bad: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
-        let _ = bad;
         err()
     }
 
