@@ -15,17 +15,7 @@ fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
 skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$1"; }
 T0=$(date +%s)
 
-stage_start "host packages"
-"$TOOLS_DIR/install-host.sh"
-stage_end
-
-stage_start "toolchain tree"
-"$TOOLS_DIR/bootstrap-rootfs.sh"
-stage_end
-
-stage_start "test kernel"
-"$TOOLS_DIR/build-kernel.sh" test >/dev/null
-stage_end
+prepare_base
 
 stage_start "host tests (cargo)"
 crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" | sort)

@@ -27,6 +27,19 @@ stage_end() {
 	printf '==> %s: done in %ss\n' "$STAGE_NAME" "$(($(date +%s) - STAGE_T0))" >&2
 }
 
+# The stages every entry point starts with: host packages, toolchain tree, test kernel.
+prepare_base() {
+	stage_start "host packages"
+	"$TOOLS_DIR/install-host.sh"
+	stage_end
+	stage_start "toolchain tree"
+	"$TOOLS_DIR/bootstrap-rootfs.sh"
+	stage_end
+	stage_start "test kernel"
+	"$TOOLS_DIR/build-kernel.sh" test >/dev/null
+	stage_end
+}
+
 die() {
 	printf 'error: %s\n' "$*" >&2
 	exit 1

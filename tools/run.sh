@@ -5,15 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-stage_start "host packages"
-"$TOOLS_DIR/install-host.sh"
-stage_end
-stage_start "toolchain tree"
-"$TOOLS_DIR/bootstrap-rootfs.sh"
-stage_end
-stage_start "test kernel"
-"$TOOLS_DIR/build-kernel.sh" test >/dev/null
-stage_end
+prepare_base
 stage_start "module"
 "$TOOLS_DIR/build-module.sh" test >/dev/null
 stage_end
