@@ -4,8 +4,8 @@
 #
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
-# Expects the share at /mnt/host with rxe_rs.ko and bin/verbs_basic. Every test leaves no
-# device behind unless it says otherwise; `check_clean` verifies it after each test.
+# Expects the share at /mnt/host with rxe_rs.ko and bin/verbs_basic. After each test,
+# `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
@@ -23,7 +23,7 @@ rxe)
 rxe_rs)
 	MOD=rxe_rs
 	KO=$HOST/rxe_rs.ko
-	load() { insmod "$HOST/rxe_rs.ko"; }
+	load() { insmod "$KO"; }
 	unload() { rmmod rxe_rs; }
 	;;
 *) echo "Bail out! unknown driver $DRIVER"; exit 1 ;;

@@ -63,6 +63,11 @@ stage_start "selftests build"
 make_share test
 stage_end
 
+# The TAP result lines of a guest's console (the serial console ends lines with CR).
+tap_of() {
+	tr -d '\r' < "$1" | grep -E '^(not )?ok [0-9]+ |^Bail out!' || true
+}
+
 # Boots the guest once per driver and collects TAP.
 for drv in rxe rxe_rs; do
 	stage_start "selftests on $drv (one boot)"
@@ -72,7 +77,7 @@ for drv in rxe rxe_rs; do
 		"$out/cmd-$drv.sh" > "$out/$drv.console" 2>&1
 	rc=$?
 	set -e
-	tr -d '\r' < "$out/$drv.console" | grep -E '^(not )?ok [0-9]+ |^Bail out!' > "$out/$drv.tap" || true
+	tap_of "$out/$drv.console" > "$out/$drv.tap"
 	[ $rc = 0 ] || echo "guest run on $drv exited with $rc"
 	[ -s "$out/$drv.tap" ] || { tail -n 40 "$out/$drv.console"; fail "guest run on $drv produced no results"; }
 	stage_end
@@ -142,7 +147,7 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	rc=$?
 	set -e
 	share=$TOP_DIR/build/share-debug
-	tr -d '\r' < "$out/debug.console" | grep -E '^(not )?ok [0-9]+ ' > "$out/debug.tap" || true
+	tap_of "$out/debug.console" > "$out/debug.tap"
 	[ $rc = 0 ] && pass "debug: guest ran to completion" || fail "debug: guest exited with $rc"
 	n_ok=$(grep -c '^ok' "$out/debug.tap" || true)
 	echo "debug: selftests on rxe_rs: $n_ok ok"
@@ -159,7 +164,7 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	else
 		fail "debug: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
 	fi
-	reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$out/debug.console" | grep -v 'KernelAddressSanitizer initialized' || true)
+	reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$out/debug.console" || true)
 	if [ -z "$reports" ]; then pass "debug: no KASAN/lockdep/WARN/BUG report"; else echo "$reports" | head -n 40; fail "debug: kernel reports"; fi
 	if [ -s "$share/kmemleak.txt" ]; then head -n 60 "$share/kmemleak.txt"; fail "debug: kmemleak reports leaks"; else pass "debug: kmemleak clean"; fi
 else

@@ -9,8 +9,7 @@ set -euo pipefail
 out=$TOP_DIR/build/rdma-core-tests
 share=$TOP_DIR/build/share-suite
 mkdir -p "$out" "$share"
-"$TOOLS_DIR/install-host.sh"
-"$TOOLS_DIR/bootstrap-rootfs.sh"
+prepare_base
 "$TOOLS_DIR/build-module.sh" test >/dev/null
 cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
 
