@@ -5,9 +5,11 @@
  * constants here.
  */
 #include <linux/netdevice.h>
+#include <linux/vmalloc.h>
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
 #include <net/addrconf.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_mad.h>
 #include <rdma/rdma_netlink.h>

@@ -23,16 +23,24 @@
 //!
 //! The driver never frees a device: it asks ib_core to unregister it and is told, through
 //! `dealloc_driver`, when its data must go. Every callback in the ops table runs in process
-//! context and may sleep.
+//! context and may sleep, except the data-path ones (`req_notify_cq`, `poll_cq`), which
+//! may be called in atomic context.
 //!
 //! The verbs this layer does not offer yet are still in the ops table, because ib_core
 //! refuses to register a device without them (`ib_device_check_mandatory()`); they fail
 //! with `EOPNOTSUPP`.
 
 use super::{
+    ah::{self, Ah},
     bindings,
+    cq::{Cq, CqEvents, CqInit, Notify, UserCall},
+    mmap,
+    mr::{Mr, MrCreated},
+    mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
     pd::Pd,
+    qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
+    srq::{self, Srq, SrqAttr, SrqModify},
     ucontext::Ucontext,
     udata::Udata,
 };
@@ -42,6 +50,7 @@ use kernel::{
     ffi::c_int,
     prelude::*,
     str::CStr,
+    sync::Arc,
     types::Opaque,
 };
 
@@ -142,7 +151,18 @@ impl Mtu {
         })
     }
 
-    fn to_raw(self) -> u32 {
+    pub(super) fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            bindings::ib_mtu_IB_MTU_256 => Self::Mtu256,
+            bindings::ib_mtu_IB_MTU_512 => Self::Mtu512,
+            bindings::ib_mtu_IB_MTU_1024 => Self::Mtu1024,
+            bindings::ib_mtu_IB_MTU_2048 => Self::Mtu2048,
+            bindings::ib_mtu_IB_MTU_4096 => Self::Mtu4096,
+            _ => return None,
+        })
+    }
+
+    pub(super) fn to_raw(self) -> u32 {
         match self {
             Self::Mtu256 => bindings::ib_mtu_IB_MTU_256,
             Self::Mtu512 => bindings::ib_mtu_IB_MTU_512,
@@ -163,6 +183,8 @@ pub(crate) mod cap {
     /// `sys_image_guid` is meaningful.
     pub(crate) const SYS_IMAGE_GUID: u64 =
         bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
+    /// SRQs can be resized.
+    pub(crate) const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
 }
 
 /// Port capability bits (`enum ib_port_capability_mask_bits`).
@@ -322,8 +344,8 @@ pub(crate) struct DeviceInfo<'a> {
 
 /// An RDMA driver: the verbs one kind of device implements.
 ///
-/// Every method runs in process context and may sleep. The `Device<Self>` handed to a
-/// method is registered (or being registered or unregistered) for the whole call.
+/// Every method runs in process context and may sleep unless its documentation says
+/// otherwise. The `Device<Self>` handed to a method is registered (or being registered or unregistered) for the whole call.
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Per-device data, pin-initialised inside ib_core's device allocation.
     type Data: Send + Sync;
@@ -331,6 +353,18 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     type Ucontext: Send + Sync;
     /// Per-protection-domain data.
     type Pd: Send + Sync;
+    /// Per-completion-queue data.
+    type Cq: Send + Sync;
+    /// Per-queue-pair data.
+    type Qp: Send + Sync;
+    /// Per-shared-receive-queue data.
+    type Srq: Send + Sync;
+    /// Per-address-handle data.
+    type Ah: Send + Sync;
+    /// Per-memory-region data.
+    type Mr: Send + Sync;
+    /// Per-memory-window data.
+    type Mw: Send + Sync;
 
     /// The version of the driver's user ABI (`uverbs_abi_ver`), which its userspace
     /// provider checks.
@@ -357,11 +391,114 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         udata: Option<&Udata>,
     ) -> impl PinInit<Self::Ucontext, Error>;
 
-    /// A process maps `len` bytes at `offset` of the device file.
-    fn mmap(ctx: &Ucontext<Self>, offset: u64, len: u64) -> Result;
+    /// The device is going away while a process still has it open.
+    ///
+    /// ib_core has already revoked nothing of the driver's own: after this returns it
+    /// destroys every object the process holds (through the usual destroy verbs, which
+    /// must not fail) and then the context. Hardware drivers stop their DMA here.
+    fn disassociate_ucontext(ctx: &Ucontext<Self>);
 
     /// A protection domain is allocated.
     fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> impl PinInit<Self::Pd, Error>;
+
+    /// A completion queue is created, for a process (`user`) or a kernel consumer.
+    ///
+    /// Returns the CQ's data and the number of completions it holds (at least
+    /// `attr.cqe`), which the consumer is told. `events` reaches the consumer's handlers
+    /// until the CQ is destroyed.
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInit,
+        user: Option<&UserCall<'_, Self>>,
+        events: &Arc<CqEvents>,
+    ) -> Result<(Self::Cq, u32)>;
+
+    /// A process (`user`) or a kernel consumer asks for room for `cqe` completions;
+    /// returns the new number held.
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserCall<'_, Self>>) -> Result<u32>;
+
+    /// A queue pair is created, for a process (`user`) or a kernel consumer.
+    ///
+    /// `events` reaches the consumer's event handler until the QP is destroyed. The
+    /// capacities returned are what the QP's queues actually hold.
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit<'_, Self>,
+        user: Option<&UserCall<'_, Self>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self::Qp>>;
+
+    /// The consumer changes a QP's state and attributes.
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, user: Option<&UserCall<'_, Self>>) -> Result;
+
+    /// The consumer asks for a QP's state and attributes.
+    fn query_qp(qp: &Qp<Self>) -> QpAttrs;
+
+    /// A QP is about to be destroyed: once this returns, nothing of it may run.
+    ///
+    /// ib_core frees the QP right after; its data is dropped in place just before.
+    fn destroy_qp(qp: &Qp<Self>);
+
+    /// A process rang the send doorbell: new work requests are in the QP's send ring.
+    /// May be called in atomic context.
+    fn doorbell(qp: &Qp<Self>) -> Result;
+
+    /// A shared receive queue is created; returns its data and its actual attributes.
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &SrqAttr,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<(Self::Srq, SrqAttr)>;
+
+    /// The consumer resizes an SRQ or arms its limit.
+    fn modify_srq(srq: &Srq<Self>, m: &SrqModify, user: Option<&UserCall<'_, Self>>) -> Result;
+
+    /// The consumer asks for an SRQ's attributes.
+    fn query_srq(srq: &Srq<Self>) -> SrqAttr;
+
+    /// An address handle is created; `may_sleep` is false for a kernel consumer in
+    /// atomic context.
+    fn create_ah(
+        dev: &Device<Self>,
+        av: &AddressVector,
+        may_sleep: bool,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<Self::Ah>;
+
+    /// The address an AH stands for.
+    fn query_ah(ah: &Ah<Self>) -> AddressVector;
+
+    /// A process registers `len` bytes of its memory at `start`, addressed from `iova`.
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        user: &UserCall<'_, Self>,
+    ) -> Result<MrCreated<Self::Mr>>;
+
+    /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey).
+    fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<Self::Mr>>;
+
+    /// A memory window of type 1 or 2 (`type2`) is allocated; returns it and its rkey.
+    fn alloc_mw(
+        dev: &Device<Self>,
+        type2: bool,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<(Self::Mw, u32)>;
+
+    /// A UD QP joins the multicast group `gid`.
+    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+
+    /// A UD QP leaves the multicast group `gid`.
+    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+
+    /// The consumer asks for a completion event on the next completion of kind `how`.
+    ///
+    /// With `report_missed`, returns whether completions are already waiting (which
+    /// the consumer would otherwise never hear about). May be called in atomic context.
+    fn req_notify_cq(cq: &Cq<Self>, how: Notify, report_missed: bool) -> bool;
 }
 
 /// An RDMA device of driver `T`: ib_core's `struct ib_device` followed by `T::Data`.
@@ -402,7 +539,7 @@ impl<T: Driver> Device<T> {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    fn as_raw(&self) -> *mut bindings::ib_device {
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -531,27 +668,46 @@ impl<T: Driver> Device<T> {
             alloc_ucontext: Some(Self::alloc_ucontext),
             dealloc_ucontext: Some(Self::dealloc_ucontext),
             mmap: Some(Self::mmap),
+            mmap_free: Some(mmap::mmap_free),
+            disassociate_ucontext: Some(Self::disassociate_ucontext),
             alloc_pd: Some(Self::alloc_pd),
             dealloc_pd: Some(Self::dealloc_pd),
+            create_cq: Some(Self::create_cq),
+            create_user_cq: Some(Self::create_cq),
+            destroy_cq: Some(Self::destroy_cq),
+            resize_user_cq: Some(Self::resize_user_cq),
+            req_notify_cq: Some(Self::req_notify_cq),
+            poll_cq: Some(Self::poll_cq),
             dealloc_driver: Some(Self::dealloc_driver),
-            // Mandatory for registration, not offered yet.
-            create_qp: Some(unsupported::create_qp),
-            modify_qp: Some(unsupported::modify_qp),
-            destroy_qp: Some(unsupported::destroy_qp),
-            post_send: Some(unsupported::post_send),
-            post_recv: Some(unsupported::post_recv),
-            create_cq: Some(unsupported::create_cq),
-            destroy_cq: Some(unsupported::destroy_cq),
-            poll_cq: Some(unsupported::poll_cq),
-            req_notify_cq: Some(unsupported::req_notify_cq),
-            get_dma_mr: Some(unsupported::get_dma_mr),
-            reg_user_mr: Some(unsupported::reg_user_mr),
-            dereg_mr: Some(unsupported::dereg_mr),
+            get_dma_mr: Some(Self::get_dma_mr),
+            reg_user_mr: Some(Self::reg_user_mr),
+            dereg_mr: Some(Self::dereg_mr),
+            size_ib_ah: size_of::<Ah<T>>(),
+            create_ah: Some(Self::create_ah),
+            create_user_ah: Some(Self::create_ah),
+            query_ah: Some(Self::query_ah),
+            destroy_ah: Some(Self::destroy_ah),
+            size_ib_mw: size_of::<Mw<T>>(),
+            alloc_mw: Some(Self::alloc_mw),
+            dealloc_mw: Some(Self::dealloc_mw),
+            attach_mcast: Some(Self::attach_mcast),
+            detach_mcast: Some(Self::detach_mcast),
             size_ib_ucontext: size_of::<Ucontext<T>>(),
             size_ib_pd: size_of::<Pd<T>>(),
-            // ib_core allocates these before calling the (failing) create verbs.
-            size_ib_cq: size_of::<bindings::ib_cq>(),
-            size_ib_qp: size_of::<bindings::ib_qp>(),
+            size_ib_cq: size_of::<Cq<T>>(),
+            size_ib_qp: size_of::<Qp<T>>(),
+            create_qp: Some(Self::create_qp),
+            modify_qp: Some(Self::modify_qp),
+            query_qp: Some(Self::query_qp),
+            destroy_qp: Some(Self::destroy_qp),
+            post_send: Some(Self::post_send),
+            post_recv: Some(Self::post_recv),
+            size_ib_srq: size_of::<Srq<T>>(),
+            create_srq: Some(Self::create_srq),
+            modify_srq: Some(Self::modify_srq),
+            query_srq: Some(Self::query_srq),
+            destroy_srq: Some(Self::destroy_srq),
+            post_srq_recv: Some(Self::post_srq_recv),
             ..pin_init::zeroed()
         }
     }
@@ -685,17 +841,17 @@ impl<T: Driver> Device<T> {
         ctx: *mut bindings::ib_ucontext,
         vma: *mut bindings::vm_area_struct,
     ) -> c_int {
-        from_result(|| {
-            // SAFETY: ib_core calls this on a live context of our device.
-            let ctx = unsafe { Ucontext::<T>::from_raw(ctx) };
-            // SAFETY: `vma` is valid for the call.
-            let (len, pgoff) = unsafe { (bindings::rxe_rs_vma_len(vma), (*vma).vm_pgoff) };
-            let offset = (pgoff as u64)
-                .checked_mul(kernel::page::PAGE_SIZE as u64)
-                .ok_or(EINVAL)?;
-            T::mmap(ctx, offset, len as u64)?;
-            Ok(0)
-        })
+        // SAFETY: ib_core calls this on a live context of our device, with the VMA being
+        // set up for its device file.
+        from_result(|| unsafe { mmap::map(ctx, vma) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn disassociate_ucontext(ctx: *mut bindings::ib_ucontext) {
+        // SAFETY: ib_core calls this on a live context of our device.
+        T::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
     }
 
     /// # Safety
@@ -723,6 +879,390 @@ impl<T: Driver> Device<T> {
         // object uses any more (it checked `usecnt`).
         unsafe { Pd::<T>::drop_in_place(pd) };
         0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn create_cq(
+        cq: *mut bindings::ib_cq,
+        attr: *const bindings::ib_cq_init_attr,
+        attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        // SAFETY: ib_core allocated `cq` with `size_ib_cq` bytes for our device; `attrs`
+        // is null for a kernel consumer, else the call's bundle.
+        from_result(|| unsafe { Cq::<T>::create(cq, attr, attrs) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn destroy_cq(
+        cq: *mut bindings::ib_cq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core calls this once, on a CQ whose create succeeded and that no QP
+        // or SRQ uses any more (it checked `usecnt`).
+        unsafe { Cq::<T>::drop_in_place(cq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn resize_user_cq(
+        cq: *mut bindings::ib_cq,
+        cqe: u32,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this on a live CQ of our device.
+            let cq = unsafe { Cq::<T>::from_raw(cq) };
+            // SAFETY: `udata` is null or valid for the call, and then part of a bundle
+            // whose context is one of our device's.
+            let user = unsafe { UserCall::from_udata(udata) };
+            let n = T::resize_cq(cq, cqe, user.as_ref())?;
+            cq.set_cqe(n);
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn req_notify_cq(cq: *mut bindings::ib_cq, flags: u32) -> c_int {
+        // SAFETY: ib_core calls this on a live CQ of our device.
+        let cq = unsafe { Cq::<T>::from_raw(cq) };
+        let how = if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+            == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+        {
+            Notify::Solicited
+        } else {
+            Notify::NextComp
+        };
+        let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+        c_int::from(T::req_notify_cq(cq, how, report))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn poll_cq(
+        _cq: *mut bindings::ib_cq,
+        _n: c_int,
+        _wc: *mut bindings::ib_wc,
+    ) -> c_int {
+        // Only kernel QPs fill kernel CQs, and there are none yet (see `super::cq`).
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn create_qp(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core allocated `qp` with `size_ib_qp` bytes for our device and set
+        // its objects; `init` and `udata` are valid for the call.
+        from_result(|| unsafe { Qp::<T>::create(qp, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn modify_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        mask: c_int,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this on a live QP of our device.
+            let qp = unsafe { Qp::<T>::from_raw(qp) };
+            // SAFETY: `attr` is valid for the call, with its GID attributes resolved by
+            // ib_core for the address vectors the mask selects.
+            let attr = unsafe { qp::read_attr(attr, mask) }?;
+            // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+            let user = unsafe { UserCall::from_udata(udata) };
+            T::modify_qp(qp, &attr, user.as_ref())?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_qp(
+        qp: *mut bindings::ib_qp,
+        attr: *mut bindings::ib_qp_attr,
+        _mask: c_int,
+        init: *mut bindings::ib_qp_init_attr,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live QP of our device.
+        let qp = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: `attr` and `init` are valid for writes for the call.
+        unsafe { qp::write_attrs(&T::query_qp(qp), attr, init) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn destroy_qp(
+        qp: *mut bindings::ib_qp,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core calls this once, on a live QP of our device that is attached to
+        // no multicast group.
+        T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+        // SAFETY: As above; the driver has quiesced the QP.
+        unsafe { Qp::<T>::drop_in_place(qp) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn post_send(
+        qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_send_wr,
+        bad: *mut *const bindings::ib_send_wr,
+    ) -> c_int {
+        if !wr.is_null() {
+            // Work requests handed over by the kernel (a kernel consumer's, or a process
+            // using the write command instead of its ring) are not taken yet.
+            // SAFETY: `bad` is valid for writes for the call.
+            unsafe { *bad = wr };
+            return eopnotsupp().to_errno();
+        }
+        // SAFETY: ib_core calls this on a live QP of our device.
+        let qp = unsafe { Qp::<T>::from_raw(qp) };
+        from_result(|| T::doorbell(qp).map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn post_recv(
+        _qp: *mut bindings::ib_qp,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // Processes post receives into their ring; kernel receive work requests are not
+        // taken yet.
+        // SAFETY: `bad` is valid for writes for the call.
+        unsafe { *bad = wr };
+        eopnotsupp().to_errno()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn create_srq(
+        srq: *mut bindings::ib_srq,
+        init: *mut bindings::ib_srq_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core allocated `srq` with `size_ib_srq` bytes for our device; `init`
+        // and `udata` are valid for the call.
+        from_result(|| unsafe { Srq::<T>::create(srq, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn modify_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+        mask: u32,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        from_result(|| {
+            // SAFETY: ib_core calls this on a live SRQ of our device.
+            let srq = unsafe { Srq::<T>::from_raw(srq) };
+            // SAFETY: `attr` is valid for the call.
+            let m = unsafe { srq::read_modify(attr, mask) };
+            // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+            let user = unsafe { UserCall::from_udata(udata) };
+            T::modify_srq(srq, &m, user.as_ref())?;
+            Ok(0)
+        })
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_srq(
+        srq: *mut bindings::ib_srq,
+        attr: *mut bindings::ib_srq_attr,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live SRQ of our device.
+        let srq = unsafe { Srq::<T>::from_raw(srq) };
+        // SAFETY: `attr` is valid for writes for the call.
+        unsafe { srq::write_attr(&T::query_srq(srq), attr) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn destroy_srq(
+        srq: *mut bindings::ib_srq,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core calls this once, on a live SRQ of our device that no QP uses.
+        unsafe { Srq::<T>::drop_in_place(srq) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn post_srq_recv(
+        _srq: *mut bindings::ib_srq,
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+    ) -> c_int {
+        // Processes post into their ring; kernel work requests are not taken yet.
+        // SAFETY: `bad` is valid for writes for the call.
+        unsafe { *bad = wr };
+        eopnotsupp().to_errno()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn create_ah(
+        ah: *mut bindings::ib_ah,
+        init: *mut bindings::rdma_ah_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core allocated `ah` with `size_ib_ah` bytes for our device; `init`
+        // (with its GID attribute) and `udata` are valid for the call.
+        from_result(|| unsafe { Ah::<T>::create(ah, init, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn query_ah(
+        ah: *mut bindings::ib_ah,
+        attr: *mut bindings::rdma_ah_attr,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live AH of our device.
+        let ah = unsafe { Ah::<T>::from_raw(ah) };
+        // SAFETY: `attr` is valid for writes for the call.
+        unsafe { ah::write_av(&T::query_ah(ah), attr) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn destroy_ah(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+        // SAFETY: ib_core calls this once, on a live AH of our device.
+        unsafe { Ah::<T>::drop_in_place(ah) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn reg_user_mr(
+        pd: *mut bindings::ib_pd,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: c_int,
+        dmah: *mut bindings::ib_dmah,
+        udata: *mut bindings::ib_udata,
+    ) -> *mut bindings::ib_mr {
+        let res = (|| {
+            if !dmah.is_null() {
+                return Err(eopnotsupp());
+            }
+            // SAFETY: ib_core calls this with a live PD of our device.
+            let dev = unsafe { Self::from_raw((*pd).device) };
+            // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+            let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
+            let made = T::reg_user_mr(dev, start, len, iova, access as u32, &user)?;
+            Mr::<T>::into_raw(made, iova, len)
+        })();
+        res.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn get_dma_mr(
+        pd: *mut bindings::ib_pd,
+        access: c_int,
+    ) -> *mut bindings::ib_mr {
+        // SAFETY: ib_core calls this with a live PD of our device.
+        let dev = unsafe { Self::from_raw((*pd).device) };
+        T::get_dma_mr(dev, access as u32)
+            .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
+            .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn dereg_mr(
+        mr: *mut bindings::ib_mr,
+        _udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core calls this once, on an MR this driver made.
+        unsafe { Mr::<T>::free(mr) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_mw(
+        mw: *mut bindings::ib_mw,
+        udata: *mut bindings::ib_udata,
+    ) -> c_int {
+        // SAFETY: ib_core allocated `mw` with `size_ib_mw` bytes for our device.
+        from_result(|| unsafe { Mw::<T>::alloc(mw, udata) }.map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn dealloc_mw(mw: *mut bindings::ib_mw) -> c_int {
+        // SAFETY: ib_core calls this once, on a live MW of our device.
+        unsafe { Mw::<T>::drop_in_place(mw) };
+        0
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn attach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
+        let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+        from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn detach_mcast(
+        qp: *mut bindings::ib_qp,
+        gid: *mut bindings::ib_gid,
+        _lid: u16,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
+        let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+        from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
     }
 
     /// # Safety
@@ -798,151 +1338,5 @@ impl Drop for AllDevices {
     fn drop(&mut self) {
         // SAFETY: Safe to call from process context at any time.
         unsafe { bindings::ib_unregister_driver(DRIVER_ID) };
-    }
-}
-
-/// Verbs that ib_core insists on at registration but that this layer does not offer yet.
-///
-/// Create verbs fail with `EOPNOTSUPP`, so no object of these kinds ever exists and the
-/// destroy verbs are never called.
-mod unsupported {
-    use super::{bindings, eopnotsupp};
-    use kernel::ffi::c_int;
-
-    fn err() -> c_int {
-        eopnotsupp().to_errno()
-    }
-
-    fn err_ptr<T>() -> *mut T {
-        eopnotsupp().to_ptr()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn create_qp(
-        _qp: *mut bindings::ib_qp,
-        _attr: *mut bindings::ib_qp_init_attr,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn modify_qp(
-        _qp: *mut bindings::ib_qp,
-        _attr: *mut bindings::ib_qp_attr,
-        _mask: c_int,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn destroy_qp(
-        _qp: *mut bindings::ib_qp,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn post_send(
-        _qp: *mut bindings::ib_qp,
-        _wr: *const bindings::ib_send_wr,
-        _bad: *mut *const bindings::ib_send_wr,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn post_recv(
-        _qp: *mut bindings::ib_qp,
-        _wr: *const bindings::ib_recv_wr,
-        _bad: *mut *const bindings::ib_recv_wr,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn create_cq(
-        _cq: *mut bindings::ib_cq,
-        _attr: *const bindings::ib_cq_init_attr,
-        _attrs: *mut bindings::uverbs_attr_bundle,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn destroy_cq(
-        _cq: *mut bindings::ib_cq,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn poll_cq(
-        _cq: *mut bindings::ib_cq,
-        _n: c_int,
-        _wc: *mut bindings::ib_wc,
-    ) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn req_notify_cq(_cq: *mut bindings::ib_cq, _flags: u32) -> c_int {
-        err()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn get_dma_mr(
-        _pd: *mut bindings::ib_pd,
-        _acc: c_int,
-    ) -> *mut bindings::ib_mr {
-        err_ptr()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn reg_user_mr(
-        _pd: *mut bindings::ib_pd,
-        _start: u64,
-        _len: u64,
-        _va: u64,
-        _acc: c_int,
-        _dmah: *mut bindings::ib_dmah,
-        _udata: *mut bindings::ib_udata,
-    ) -> *mut bindings::ib_mr {
-        err_ptr()
-    }
-
-    /// # Safety
-    ///
-    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
-    pub(super) unsafe extern "C" fn dereg_mr(
-        _mr: *mut bindings::ib_mr,
-        _udata: *mut bindings::ib_udata,
-    ) -> c_int {
-        err()
     }
 }

@@ -6,7 +6,10 @@
 #include <linux/etherdevice.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/vmalloc.h>
+#include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -90,4 +93,51 @@ struct ib_device *rxe_rs_alloc_device(size_t size)
 unsigned long rxe_rs_vma_len(struct vm_area_struct *vma)
 {
 	return vma->vm_end - vma->vm_start;
+}
+
+void *rxe_rs_vmalloc_user(size_t size)
+{
+	return vmalloc_user(size);
+}
+
+/*
+ * A copy from or to memory a process maps and may write at the same time (a ring): done
+ * in C, where such a racy copy is the kernel's ordinary way of reading user-shared memory.
+ */
+void rxe_rs_shared_copy(void *dst, const void *src, size_t len)
+{
+	memcpy(dst, src, len);
+}
+
+struct ib_ucontext *rxe_rs_bundle_context(struct uverbs_attr_bundle *attrs)
+{
+	return attrs->context;
+}
+
+struct ib_udata *rxe_rs_bundle_udata(struct uverbs_attr_bundle *attrs)
+{
+	return &attrs->driver_udata;
+}
+
+/* The context of the uverbs call that passed this udata. */
+struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata)
+{
+	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
+}
+
+/* An unbound workqueue that can make progress under memory pressure. */
+struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+}
+
+unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr)
+{
+	return rdma_gid_attr_network_type(attr);
+}
+
+struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+				int access)
+{
+	return ib_umem_get_va(dev, addr, size, access);
 }

@@ -14,6 +14,11 @@ struct net_device;
 struct module;
 struct notifier_block;
 struct vm_area_struct;
+struct ib_ucontext;
+struct uverbs_attr_bundle;
+struct workqueue_struct;
+struct ib_gid_attr;
+struct ib_umem;
 
 int rxe_rs_udata_in_is_empty(struct ib_udata *udata);
 int rxe_rs_respond_empty_udata(struct ib_udata *udata);
@@ -27,5 +32,14 @@ unsigned int rxe_rs_num_possible_cpus(void);
 struct module *rxe_rs_device_owner(struct ib_device *dev);
 struct ib_device *rxe_rs_alloc_device(size_t size);
 unsigned long rxe_rs_vma_len(struct vm_area_struct *vma);
+void *rxe_rs_vmalloc_user(size_t size);
+void rxe_rs_shared_copy(void *dst, const void *src, size_t len);
+struct ib_ucontext *rxe_rs_bundle_context(struct uverbs_attr_bundle *attrs);
+struct ib_udata *rxe_rs_bundle_udata(struct uverbs_attr_bundle *attrs);
+struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata);
+struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name);
+unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr);
+struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
+				int access);
 
 #endif /* RXE_RS_HELPERS_H */

@@ -71,4 +71,9 @@ impl<T: Driver> Ucontext<T> {
         // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
         unsafe { &*ctx.cast::<Self>() }
     }
+
+    /// The C context, for ib_core calls made on the process's behalf.
+    pub(super) fn as_raw(&self) -> *mut bindings::ib_ucontext {
+        self.ib.get()
+    }
 }

@@ -8,17 +8,33 @@
 //! from the netdev on every query.
 
 use crate::ib::{
+    ah::Ah,
+    cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
         cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
         PhysState, PortAttr, PortImmutable, PortState,
     },
     link::LinkDriver,
+    mr::MrCreated,
     netdev::NetDevice,
+    qp::AddressVector,
+    qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
+    srq::{Srq, SrqAttr, SrqModify},
+    task::Workqueue,
     ucontext::Ucontext,
     udata::Udata,
 };
 use crate::param::{self, Quota};
-use crate::{pd::RxePd, ucontext::RxeUcontext};
+use crate::{
+    ah::{ah_table, AhTable, RxeAh},
+    cq::RxeCq,
+    mcast::McastTable,
+    mr::{mr_table, mw_table, KeyByte, KeyTable, RxeMr, RxeMw},
+    pd::RxePd,
+    qp::{qp_table, QpTable, RxeQp},
+    srq::{RxeSrq, SrqNumbers},
+    ucontext::RxeUcontext,
+};
 use kernel::{
     c_str,
     prelude::*,
@@ -30,12 +46,13 @@ use kernel::{
 };
 
 /// The one port of a device.
-const PORT: u32 = 1;
+pub(crate) const PORT: u32 = 1;
 
 /// The driver: the verbs of an rxe_rs device.
 pub(crate) struct RxeRs;
 
 /// Per-device state.
+#[pin_data]
 pub(crate) struct RxeDev {
     /// The GUID of node and system image (EUI-64 of the netdev's MAC), network order.
     guid: [u8; 8],
@@ -43,15 +60,48 @@ pub(crate) struct RxeDev {
     active_mtu: Atomic<u32>,
     ucontexts: Arc<Quota>,
     pds: Arc<Quota>,
+    cqs: Arc<Quota>,
+    pub(crate) qps: Arc<Quota>,
+    srqs: Arc<Quota>,
+    srq_numbers: SrqNumbers,
+    ahs: Arc<Quota>,
+    ah_table: Arc<AhTable>,
+    pub(crate) mrs: Arc<Quota>,
+    mws: Arc<Quota>,
+    pub(crate) mr_table: Arc<KeyTable>,
+    pub(crate) mw_table: Arc<KeyTable>,
+    pub(crate) key_byte: KeyByte,
+    #[pin]
+    pub(crate) mcast: McastTable,
+    /// The numbers of the device's QPs.
+    #[pin]
+    pub(crate) qp_table: QpTable,
+    /// Where completions and events are delivered from; dropped last of the device's
+    /// state, after every object is gone, waiting for what is still queued.
+    pub(crate) wq: Workqueue,
 }
 
 impl RxeDev {
-    fn new(ndev: &NetDevice, guid: [u8; 8]) -> Result<Self> {
-        Ok(Self {
+    fn new(ndev: &NetDevice, guid: [u8; 8]) -> impl PinInit<Self, Error> + '_ {
+        try_pin_init!(Self {
             guid,
             active_mtu: Atomic::new(path_mtu(ndev.mtu()) as u32),
             ucontexts: Quota::new(param::MAX_UCONTEXT)?,
             pds: Quota::new(param::MAX_PD)?,
+            cqs: Quota::new(param::MAX_CQ)?,
+            qps: Quota::new(param::MAX_QP)?,
+            srqs: Quota::new(param::MAX_SRQ)?,
+            srq_numbers: SrqNumbers::new(),
+            ahs: Quota::new(param::MAX_AH)?,
+            ah_table: Arc::pin_init(ah_table(), GFP_KERNEL)?,
+            mrs: Quota::new(param::MAX_MR)?,
+            mws: Quota::new(param::MAX_MW)?,
+            mr_table: Arc::pin_init(mr_table(), GFP_KERNEL)?,
+            mw_table: Arc::pin_init(mw_table(), GFP_KERNEL)?,
+            key_byte: KeyByte::new(),
+            mcast <- McastTable::new(),
+            qp_table <- qp_table(),
+            wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
     }
 
@@ -80,6 +130,12 @@ impl Driver for RxeRs {
     type Data = RxeDev;
     type Ucontext = RxeUcontext;
     type Pd = RxePd;
+    type Cq = RxeCq;
+    type Qp = RxeQp;
+    type Srq = RxeSrq;
+    type Ah = RxeAh;
+    type Mr = RxeMr;
+    type Mw = RxeMw;
 
     /// The rxe user ABI version librxe accepts.
     const UVERBS_ABI_VER: u32 = 2;
@@ -93,7 +149,7 @@ impl Driver for RxeRs {
             max_qp: param::MAX_QP,
             max_qp_wr: param::MAX_QP_WR,
             // Only what holds today; the flags grow with the verbs.
-            device_cap_flags: cap::PORT_ACTIVE_EVENT | cap::SYS_IMAGE_GUID,
+            device_cap_flags: cap::PORT_ACTIVE_EVENT | cap::SYS_IMAGE_GUID | cap::SRQ_RESIZE,
             allow_user_unregister: true,
             max_send_sge: param::MAX_SGE,
             max_recv_sge: param::MAX_SGE,
@@ -180,13 +236,115 @@ impl Driver for RxeRs {
         Quota::charge(&dev.ucontexts).map(RxeUcontext::new)
     }
 
-    fn mmap(_ctx: &Ucontext<Self>, _offset: u64, _len: u64) -> Result {
-        // There is nothing to map until the device has rings.
-        Err(EINVAL)
+    fn disassociate_ucontext(_ctx: &Ucontext<Self>) {
+        // Nothing runs on a process's behalf outside its objects, which ib_core destroys
+        // next; ring pages it still maps stay valid memory the device no longer uses.
     }
 
     fn alloc_pd(dev: &Device<Self>, _udata: Option<&Udata>) -> impl PinInit<RxePd, Error> {
         Quota::charge(&dev.pds).map(RxePd::new)
+    }
+
+    fn create_cq(
+        dev: &Device<Self>,
+        attr: &CqInit,
+        user: Option<&UserCall<'_, Self>>,
+        events: &Arc<CqEvents>,
+    ) -> Result<(RxeCq, u32)> {
+        RxeCq::create(&dev.cqs, attr, user, events)
+    }
+
+    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserCall<'_, Self>>) -> Result<u32> {
+        RxeCq::resize(cq, cqe, user)
+    }
+
+    fn create_qp(
+        dev: &Device<Self>,
+        init: &QpInit<'_, Self>,
+        user: Option<&UserCall<'_, Self>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<RxeQp>> {
+        RxeQp::create(dev, init, user, events)
+    }
+
+    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, _user: Option<&UserCall<'_, Self>>) -> Result {
+        RxeQp::modify(qp, attr)
+    }
+
+    fn query_qp(qp: &Qp<Self>) -> QpAttrs {
+        qp.query()
+    }
+
+    fn destroy_qp(qp: &Qp<Self>) {
+        RxeQp::destroy(qp)
+    }
+
+    fn doorbell(qp: &Qp<Self>) -> Result {
+        RxeQp::doorbell(qp)
+    }
+
+    fn create_srq(
+        dev: &Device<Self>,
+        attr: &SrqAttr,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<(RxeSrq, SrqAttr)> {
+        RxeSrq::create(&dev.srqs, &dev.srq_numbers, attr, user)
+    }
+
+    fn modify_srq(srq: &Srq<Self>, m: &SrqModify, user: Option<&UserCall<'_, Self>>) -> Result {
+        RxeSrq::modify(srq, m, user)
+    }
+
+    fn query_srq(srq: &Srq<Self>) -> SrqAttr {
+        srq.query()
+    }
+
+    fn create_ah(
+        dev: &Device<Self>,
+        av: &AddressVector,
+        may_sleep: bool,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<RxeAh> {
+        RxeAh::create(&dev.ahs, &dev.ah_table, av, may_sleep, user)
+    }
+
+    fn query_ah(ah: &Ah<Self>) -> AddressVector {
+        ah.av()
+    }
+
+    fn reg_user_mr(
+        dev: &Device<Self>,
+        start: u64,
+        len: u64,
+        _iova: u64,
+        access: u32,
+        user: &UserCall<'_, Self>,
+    ) -> Result<MrCreated<RxeMr>> {
+        RxeMr::reg_user(dev, start, len, access, user)
+    }
+
+    fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<RxeMr>> {
+        RxeMr::dma(dev, access)
+    }
+
+    fn alloc_mw(
+        dev: &Device<Self>,
+        _type2: bool,
+        user: Option<&UserCall<'_, Self>>,
+    ) -> Result<(RxeMw, u32)> {
+        RxeMw::alloc(dev, &dev.mws, user)
+    }
+
+    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        RxeQp::attach_mcast(qp, gid)
+    }
+
+    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
+        RxeQp::detach_mcast(qp, gid)
+    }
+
+    fn req_notify_cq(cq: &Cq<Self>, how: Notify, report_missed: bool) -> bool {
+        cq.req_notify(how, report_missed)
     }
 }
 

@@ -23,6 +23,8 @@ pub(crate) const MAX_QP: u32 = DEFAULT_MAX - 16;
 pub(crate) const MAX_QP_WR: u32 = DEFAULT_MAX;
 pub(crate) const MAX_SGE: u32 = 32;
 pub(crate) const MAX_SGE_RD: u32 = 32;
+/// Inline bytes a send WQE may carry: as much as its SGEs would take.
+pub(crate) const MAX_INLINE_DATA: u32 = MAX_SGE * 16;
 pub(crate) const MAX_CQ: u32 = DEFAULT_MAX;
 pub(crate) const MAX_CQE: u32 = (1 << 15) - 1;
 pub(crate) const MAX_MR: u32 = (DEFAULT_MAX >> 1) - 1;

@@ -17,10 +17,18 @@
 #[path = "../../../../rust/lib.rs"]
 mod ib;
 
+mod ah;
+mod cq;
 mod device;
+mod mcast;
+mod mr;
 mod net;
 mod param;
 mod pd;
+mod qp;
+mod queue;
+mod srq;
+mod table;
 mod ucontext;
 
 use kernel::prelude::*;

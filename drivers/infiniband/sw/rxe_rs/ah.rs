@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Address handles.
+//!
+//! An AH is an address vector with a number: librxe puts the number (`ah_num`) in each
+//! UD work request, and the device looks the address up by it when it sends. Numbers
+//! are 1 to 32767, never 0 (librxe takes 0 to mean "no number": it would then copy the
+//! whole address into every work request). Kernel consumers may create and destroy AHs
+//! in atomic context, so nothing here sleeps on that path.
+
+use crate::device::RxeRs;
+use crate::ib::{cq::UserCall, qp::AddressVector};
+use crate::param::{Charge, Quota};
+use crate::table::{IdTable, Number, Numbered};
+use kernel::{alloc::Flags, prelude::*, sync::Arc};
+
+/// The lowest and one above the highest AH number.
+const FIRST_AH_NUM: u32 = 1;
+const AH_NUM_LIMIT: u32 = 1 << 15;
+
+/// The device's table of AH numbers.
+pub(crate) type AhTable = IdTable<AhShared>;
+
+/// A new AH table.
+pub(crate) fn ah_table() -> impl PinInit<AhTable, Error> {
+    IdTable::new(FIRST_AH_NUM, AH_NUM_LIMIT)
+}
+
+/// What the device looks up by number when it sends.
+pub(crate) struct AhShared {
+    num: Number,
+    av: AddressVector,
+}
+
+impl Numbered for AhShared {
+    fn number(&self) -> &Number {
+        &self.num
+    }
+}
+
+/// The driver's part of an address handle.
+pub(crate) struct RxeAh {
+    shared: Arc<AhShared>,
+    table: Arc<AhTable>,
+    _charge: Charge,
+}
+
+impl RxeAh {
+    pub(crate) fn create(
+        ahs: &Arc<Quota>,
+        table: &Arc<AhTable>,
+        av: &AddressVector,
+        may_sleep: bool,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<Self> {
+        crate::qp::check_av(av)?;
+        let gfp: Flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
+        let charge = Quota::charge(ahs)?;
+        let shared = Arc::new(
+            AhShared {
+                num: Number::new(),
+                av: *av,
+            },
+            gfp,
+        )?;
+        let num = table.insert(&shared)?;
+        let ah = Self {
+            shared,
+            table: table.clone(),
+            _charge: charge,
+        };
+        if let Some(user) = user {
+            // `struct rxe_create_ah_resp`, for a provider that left room for it.
+            if user.udata.out_len() >= 8 {
+                let mut resp = [0u8; 8];
+                resp[..4].copy_from_slice(&num.to_ne_bytes());
+                user.udata.respond(&resp)?;
+            }
+        }
+        Ok(ah)
+    }
+
+    pub(crate) fn av(&self) -> AddressVector {
+        self.shared.av
+    }
+}
+
+impl Drop for RxeAh {
+    fn drop(&mut self) {
+        self.table.remove(self.shared.num.get());
+    }
+}

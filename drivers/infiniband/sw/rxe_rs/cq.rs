@@ -1,0 +1,333 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Completion queues.
+//!
+//! A CQ is a hardware queue the device produces into and the consumer drains. For a
+//! process it is a ring shared with librxe, which polls it without a system call: the
+//! device owns the producer index (its private copy is the truth, the shared one only a
+//! publication) and only reads the consumer index, masked, to know how much room is left.
+//! Slots hold a `struct ib_uverbs_wc` (48 bytes) in 64-byte slots.
+//!
+//! Kernel consumers' CQs hold completions of kernel QPs; until those exist such a CQ only
+//! counts its room and is always empty.
+//!
+//! Producers (QPs) hold a [`CqHandle`]. A completion is written into the ring at once;
+//! the consumer is told (its completion handler, or `IB_EVENT_CQ_ERR` when a completion
+//! found no room) from the device's workqueue, never from the call chain of a verb.
+//! After the CQ is destroyed those calls do nothing (see `ib::cq::CqEvents`).
+//!
+//! Resizing makes a new ring, copies the waiting completions to its start and offers it
+//! at a new offset; librxe unmaps the old ring and maps the new one while it holds its own
+//! CQ lock, so it consumes nothing meanwhile. The old ring's pages stay valid for as long
+//! as the process keeps them mapped.
+
+use crate::ib::{
+    cq::{Cq, CqEvents, CqInit, Notify, UserCall},
+    mmap::UserMap,
+    queue::{Geometry, Ring},
+    task::{Task, TaskRun, Workqueue},
+};
+use crate::{
+    device::RxeRs,
+    param::{self, Charge, Quota},
+};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
+
+/// Bytes of a user completion (`struct ib_uverbs_wc`), which librxe copies out whole.
+const UVERBS_WC_LEN: usize = 48;
+
+/// Completion status: success (`IB_WC_SUCCESS`, shared with userspace).
+pub(crate) const WC_SUCCESS: u32 = 0;
+/// Completion status: flushed by the error state (`IB_WC_WR_FLUSH_ERR`).
+pub(crate) const WC_WR_FLUSH_ERR: u32 = 5;
+
+/// One completion, as the device produces it.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Completion {
+    pub(crate) wr_id: u64,
+    /// `enum ib_wc_status`.
+    pub(crate) status: u32,
+    /// `enum ib_wc_opcode` (the values userspace uses too).
+    pub(crate) opcode: u32,
+    pub(crate) byte_len: u32,
+    /// Immediate data (network order) or the invalidated rkey.
+    pub(crate) ex: u32,
+    pub(crate) qp_num: u32,
+    pub(crate) src_qp: u32,
+    /// `IBV_WC_*` flags: userspace's values, which differ from the kernel's.
+    pub(crate) wc_flags: u32,
+    pub(crate) port_num: u8,
+}
+
+impl Completion {
+    /// The completion as a `struct ib_uverbs_wc`, which librxe copies out whole.
+    fn to_uverbs(self) -> [u8; UVERBS_WC_LEN] {
+        let mut b = [0u8; UVERBS_WC_LEN];
+        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.status.to_ne_bytes());
+        b[12..16].copy_from_slice(&self.opcode.to_ne_bytes());
+        // vendor_err (16..20) stays 0.
+        b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
+        b[24..28].copy_from_slice(&self.ex.to_ne_bytes());
+        b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
+        b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
+        b[36..40].copy_from_slice(&self.wc_flags.to_ne_bytes());
+        // pkey_index (40..42), slid (42..44), sl (44) and dlid_path_bits (45) stay 0.
+        b[46] = self.port_num;
+        b
+    }
+}
+
+/// The driver's part of a completion queue.
+pub(crate) struct RxeCq {
+    shared: CqHandle,
+    _charge: Charge,
+}
+
+/// A producer's reference to a CQ.
+#[derive(Clone)]
+pub(crate) struct CqHandle(Arc<Task<CqShared>>);
+
+/// What a CQ's producers and its consumer share.
+#[pin_data]
+pub(crate) struct CqShared {
+    #[pin]
+    inner: SpinLock<CqInner>,
+    events: Arc<CqEvents>,
+}
+
+struct CqInner {
+    queue: CqQueue,
+    /// The kind of completion that raises the next completion event, if armed.
+    armed: Option<Notify>,
+    /// The consumer is to be told of new completions.
+    tell_completion: bool,
+    /// The consumer is to be told that completions were lost.
+    tell_overflow: bool,
+}
+
+impl TaskRun for CqShared {
+    fn run(task: &Arc<Task<Self>>) {
+        let (completion, overflow) = {
+            let mut inner = task.inner.lock();
+            let told = (inner.tell_completion, inner.tell_overflow);
+            inner.tell_completion = false;
+            inner.tell_overflow = false;
+            told
+        };
+        if overflow {
+            task.events.overflow();
+        }
+        if completion {
+            task.events.completion();
+        }
+    }
+}
+
+impl CqHandle {
+    /// Adds a completion; `solicited` for one the sender marked so.
+    ///
+    /// Returns `false` when the CQ has no room: the completion is lost and the consumer
+    /// is told (`IB_EVENT_CQ_ERR`).
+    pub(crate) fn post(&self, wq: &Workqueue, c: &Completion, solicited: bool) -> bool {
+        let mut inner = self.0.inner.lock();
+        let stored = match &mut inner.queue {
+            CqQueue::User(q) => q.push(c),
+            // Only kernel QPs fill kernel CQs, and none exist yet.
+            CqQueue::Kernel => false,
+        };
+        let wake = if stored {
+            // An armed CQ fires on its next completion, or for a solicited-only request
+            // on a solicited or unsuccessful one; then it is disarmed.
+            let fire = match inner.armed {
+                Some(Notify::NextComp) => true,
+                Some(Notify::Solicited) => solicited || c.status != WC_SUCCESS,
+                None => false,
+            };
+            if fire {
+                inner.armed = None;
+                inner.tell_completion = true;
+            }
+            fire
+        } else {
+            inner.tell_overflow = true;
+            true
+        };
+        drop(inner);
+        if wake {
+            wq.run(&self.0);
+        }
+        stored
+    }
+}
+
+enum CqQueue {
+    /// Shared with a process.
+    User(UserQueue),
+    /// A kernel consumer's: no kernel QP fills it yet, so it holds nothing.
+    Kernel,
+}
+
+struct UserQueue {
+    ring: Ring,
+    /// The offer of the ring to the process; dropping it withdraws the offset.
+    map: UserMap,
+    /// The device's producer index (masked), the truth the shared copy publishes.
+    producer: u32,
+}
+
+impl UserQueue {
+    /// A ring with room for `cqe` completions, offered to the caller's process.
+    fn new(cqe: u32, user: &UserCall<'_, RxeRs>) -> Result<Self> {
+        let ring = Ring::new(Geometry::new(cqe, UVERBS_WC_LEN)?)?;
+        let map = UserMap::new(user.ctx, ring.mem())?;
+        Ok(Self {
+            ring,
+            map,
+            producer: 0,
+        })
+    }
+
+    /// Completions written and not yet consumed.
+    fn count(&self) -> u32 {
+        self.producer.wrapping_sub(self.ring.consumer()) & self.ring.geometry().mask()
+    }
+
+    /// librxe's `struct mminfo`: where to map the ring and how much of it.
+    fn mminfo(&self) -> [u8; 16] {
+        crate::queue::mminfo(&self.map)
+    }
+
+    /// Writes one completion, unless the ring is full.
+    fn push(&mut self, c: &Completion) -> bool {
+        if self.count() == self.ring.geometry().capacity() {
+            return false;
+        }
+        self.ring.write_slot(self.producer, &c.to_uverbs());
+        self.producer = self.producer.wrapping_add(1) & self.ring.geometry().mask();
+        self.ring.set_producer(self.producer);
+        true
+    }
+
+    /// Moves the `count` waiting completions of `old` to the start of this empty ring.
+    fn take_from(&mut self, old: &UserQueue, count: u32) {
+        crate::queue::copy_slots(&old.ring, old.ring.consumer(), &self.ring, count);
+        self.producer = count;
+        self.ring.set_producer(count);
+    }
+}
+
+impl CqInner {
+    fn count(&self) -> u32 {
+        match &self.queue {
+            CqQueue::User(q) => q.count(),
+            CqQueue::Kernel => 0,
+        }
+    }
+}
+
+fn check_cqe(cqe: u32) -> Result {
+    if cqe == 0 || cqe > param::MAX_CQE {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl RxeCq {
+    pub(crate) fn create(
+        cqs: &Arc<Quota>,
+        attr: &CqInit,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<CqEvents>,
+    ) -> Result<(Self, u32)> {
+        // Neither completion timestamps nor ignoring overruns is offered.
+        if attr.flags != 0 {
+            return Err(crate::ib::device::eopnotsupp());
+        }
+        check_cqe(attr.cqe)?;
+        // uverbs checks a process's vector; a kernel consumer's is checked here.
+        if attr.comp_vector >= crate::ib::device::num_possible_cpus() {
+            return Err(EINVAL);
+        }
+        let charge = Quota::charge(cqs)?;
+        let (queue, cqe) = match user {
+            Some(user) => {
+                let q = UserQueue::new(attr.cqe, user)?;
+                let cqe = q.ring.geometry().capacity();
+                user.udata.respond(&q.mminfo())?;
+                (CqQueue::User(q), cqe)
+            }
+            None => (CqQueue::Kernel, attr.cqe),
+        };
+        let shared = Task::new(try_pin_init!(CqShared {
+            inner <- new_spinlock!(CqInner {
+                queue,
+                armed: None,
+                tell_completion: false,
+                tell_overflow: false,
+            }),
+            events: events.clone(),
+        }))?;
+        Ok((
+            Self {
+                shared: CqHandle(shared),
+                _charge: charge,
+            },
+            cqe,
+        ))
+    }
+
+    pub(crate) fn resize(
+        cq: &Cq<RxeRs>,
+        cqe: u32,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<u32> {
+        check_cqe(cqe)?;
+        let Some(user) = user else {
+            // A kernel CQ: only its advertised room changes.
+            let inner = cq.shared.0.inner.lock();
+            if cqe < inner.count() {
+                return Err(EINVAL);
+            }
+            return Ok(cqe);
+        };
+        // Allocate (which sleeps) and answer before taking the lock; if the swap then
+        // fails the process gets an error and ignores the answer, and the new offer is
+        // withdrawn when `new` is dropped.
+        let mut new = UserQueue::new(cqe, user)?;
+        let capacity = new.ring.geometry().capacity();
+        user.udata.respond(&new.mminfo())?;
+        let mut inner = cq.shared.0.inner.lock();
+        let CqQueue::User(old) = &mut inner.queue else {
+            return Err(EINVAL);
+        };
+        let count = old.count();
+        if count > capacity || cqe < count {
+            return Err(EINVAL);
+        }
+        new.take_from(old, count);
+        // The old ring and its offer are dropped after the lock is released.
+        let old = core::mem::replace(old, new);
+        drop(inner);
+        drop(old);
+        Ok(capacity)
+    }
+
+    /// The producers' reference.
+    pub(crate) fn handle(&self) -> &CqHandle {
+        &self.shared
+    }
+
+    pub(crate) fn req_notify(&self, how: Notify, report_missed: bool) -> bool {
+        let mut inner = self.shared.0.inner.lock();
+        // A request for any completion is not narrowed by a later one for solicited ones.
+        if inner.armed != Some(Notify::NextComp) {
+            inner.armed = Some(how);
+        }
+        report_missed && inner.count() != 0
+    }
+}

@@ -1,0 +1,508 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs: creation with their hardware queues, the state machine, query, destroy.
+//!
+//! A process's QP has a send ring and, unless it takes receives from an SRQ, a receive
+//! ring, both produced into by librxe and consumed by the device, in rxe's slot formats
+//! (`struct rxe_send_wqe` plus room for the SGEs or inline data; `struct rxe_recv_wqe`
+//! plus its SGEs). Capacities are reported exactly as the rings hold them.
+//!
+//! `modify_qp` checks the whole request before it changes anything: ib_core's table of
+//! the IB state machine (`ib_modify_qp_is_ok()`, required and allowed attributes per
+//! transition and QP type), then each attribute's range. Entering the error state
+//! flushes every outstanding work request with a `WR_FLUSH_ERR` completion; so does a
+//! doorbell in the error state, for work posted after it. Nothing moves data yet: a
+//! doorbell in RTS fails with `EOPNOTSUPP` and leaves the work in the ring.
+//!
+//! Destroy marks the QP dead under its lock, unpublishes its number, and drops its rings
+//! and references: outstanding work is never processed and never completes, and events
+//! not yet delivered are dropped (see `ib::qp::QpEvents`).
+
+use crate::cq::CqHandle;
+use crate::device::RxeRs;
+use crate::ib::{
+    cq::UserCall,
+    device::{eopnotsupp, Device, Mtu},
+    qp::{
+        transition_ok, AddressVector, NetworkType, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent,
+        QpEvents, QpInit, QpState, QpType,
+    },
+    task::{Task, TaskRun, Workqueue},
+};
+use crate::param::{self, Charge, Quota};
+use crate::queue::WqeRing;
+use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
+use crate::table::{IdTable, Number, Numbered};
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+};
+
+/// Bytes of a send WQE before its SGEs or inline data (`struct rxe_send_wqe`).
+const SEND_WQE_HDR: usize = 208;
+
+/// The lowest QP number handed out; below are the special QPs.
+const FIRST_QPN: u32 = 16;
+/// One above the highest QP number handed out (as rxe: QPNs are 20 bits).
+const QPN_LIMIT: u32 = 1 << 20;
+
+/// Access flags a QP may grant to remote peers and itself (`IB_ACCESS_*`).
+const SUPPORTED_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
+    | (1 << 1) // REMOTE_WRITE
+    | (1 << 2) // REMOTE_READ
+    | (1 << 3) // REMOTE_ATOMIC
+    | (1 << 4) // MW_BIND
+    | (1 << 6) // ON_DEMAND
+    | (1 << 8) // FLUSH_GLOBAL
+    | (1 << 9) // FLUSH_PERSISTENT
+    | crate::mr::OPTIONAL_ACCESS;
+
+/// The device's table of QP numbers.
+pub(crate) type QpTable = IdTable<Task<QpShared>>;
+
+/// A new QP table.
+pub(crate) fn qp_table() -> impl PinInit<QpTable, Error> {
+    IdTable::new(FIRST_QPN, QPN_LIMIT)
+}
+
+/// The attributes a QP keeps (`modify_qp` sets them, `query_qp` reports them).
+#[derive(Clone, Default)]
+struct Attrs {
+    path_mtu: Option<Mtu>,
+    path_mig_state: u32,
+    qkey: u32,
+    rq_psn: u32,
+    sq_psn: u32,
+    dest_qp_num: u32,
+    access_flags: u32,
+    av: AddressVector,
+    alt_av: AddressVector,
+    pkey_index: u16,
+    alt_pkey_index: u16,
+    en_sqd_async_notify: bool,
+    max_rd_atomic: u8,
+    max_dest_rd_atomic: u8,
+    min_rnr_timer: u8,
+    port_num: u32,
+    timeout: u8,
+    retry_cnt: u8,
+    rnr_retry: u8,
+    alt_port_num: u32,
+    alt_timeout: u8,
+}
+
+struct QpInner {
+    state: QpState,
+    attrs: Attrs,
+    sq: WqeRing,
+    /// `None` when receives come from an SRQ.
+    rq: Option<WqeRing>,
+    /// Set by destroy: nothing is processed any more.
+    dead: bool,
+    /// Events to deliver from the workqueue.
+    pending: KVec<QpEvent>,
+}
+
+/// What a QP's verbs and its deferred work share.
+#[pin_data]
+pub(crate) struct QpShared {
+    qp_num: Number,
+    #[pin]
+    inner: SpinLock<QpInner>,
+    send_cq: CqHandle,
+    recv_cq: CqHandle,
+    /// The SRQ receives come from, kept alive while the QP is.
+    srq: Option<SrqHandle>,
+    events: Arc<QpEvents>,
+}
+
+impl Numbered for Task<QpShared> {
+    fn number(&self) -> &Number {
+        &self.qp_num
+    }
+}
+
+impl TaskRun for QpShared {
+    fn run(task: &Arc<Task<Self>>) {
+        let pending = {
+            let mut inner = task.inner.lock();
+            if inner.dead {
+                return;
+            }
+            core::mem::take(&mut inner.pending)
+        };
+        for ev in pending {
+            task.events.raise(ev);
+        }
+    }
+}
+
+/// The driver's part of a queue pair.
+pub(crate) struct RxeQp {
+    shared: Arc<Task<QpShared>>,
+    qp_type: QpType,
+    sq_sig_all: bool,
+    /// The send queue's limits as reported: SGEs and inline bytes per WQE.
+    sq_max_sge: u32,
+    sq_max_inline: u32,
+    rq_max_sge: u32,
+    _charge: Charge,
+}
+
+fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
+    if cap.max_send_wr > param::MAX_QP_WR
+        || cap.max_send_sge > param::MAX_SGE
+        || cap.max_inline_data > param::MAX_INLINE_DATA
+    {
+        return Err(EINVAL);
+    }
+    if !has_srq && (cap.max_recv_wr > param::MAX_QP_WR || cap.max_recv_sge > param::MAX_SGE) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Checks an address vector (of a QP or an AH): RoCE needs a GRH with a RoCE v2 source
+/// GID.
+pub(crate) fn check_av(av: &AddressVector) -> Result {
+    if !av.has_grh
+        || u32::from(av.sgid_index) >= param::PORT_GID_TBL_LEN
+        || !matches!(av.network, Some(NetworkType::Ipv4 | NetworkType::Ipv6))
+        || av.port_num != crate::device::PORT
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Rounds a count of outstanding RDMA READs and atomics up to a power of two, as rxe.
+fn round_rd_atomic(n: u8) -> u8 {
+    match n {
+        0 => 0,
+        n => u8::try_from(u32::from(n).next_power_of_two()).unwrap_or(u8::MAX),
+    }
+}
+
+impl RxeQp {
+    pub(crate) fn create(
+        dev: &Device<RxeRs>,
+        init: &QpInit<'_, RxeRs>,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self>> {
+        if init.create_flags != 0 {
+            return Err(eopnotsupp());
+        }
+        // Kernel consumers' QPs (QP1 among them) need the kernel work request path,
+        // which does not exist yet.
+        let user = user.ok_or_else(eopnotsupp)?;
+        if init.qp_type == QpType::Gsi {
+            return Err(EINVAL);
+        }
+        user.udata.require_empty_input()?;
+        check_cap(&init.cap, init.srq.is_some())?;
+        let charge = Quota::charge(&dev.qps)?;
+
+        // A send WQE holds either its SGEs or its inline data: room for the larger.
+        let wqe_room = (init.cap.max_send_sge * SGE_LEN).max(init.cap.max_inline_data);
+        let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room as usize, user)?;
+        // With an SRQ there is no receive ring (and librxe maps none).
+        let rq = match init.srq {
+            Some(_) => None,
+            None => Some(WqeRing::new(
+                init.cap.max_recv_wr,
+                RECV_WQE_HDR + (init.cap.max_recv_sge * SGE_LEN) as usize,
+                user,
+            )?),
+        };
+        let cap = QpCap {
+            max_send_wr: sq.capacity(),
+            max_send_sge: wqe_room / SGE_LEN,
+            max_inline_data: wqe_room,
+            max_recv_wr: rq.as_ref().map_or(0, WqeRing::capacity),
+            max_recv_sge: if rq.is_some() {
+                init.cap.max_recv_sge
+            } else {
+                0
+            },
+        };
+        // `struct rxe_create_qp_resp`: the receive ring, then the send ring.
+        let mut resp = [0u8; 32];
+        if let Some(rq) = &rq {
+            resp[..16].copy_from_slice(&rq.mminfo());
+        }
+        resp[16..].copy_from_slice(&sq.mminfo());
+
+        let (send_cq, recv_cq) = (init.send_cq.handle().clone(), init.recv_cq.handle().clone());
+        let srq = init.srq.map(|s| s.handle().clone());
+        let shared = Task::new(try_pin_init!(QpShared {
+            qp_num: Number::new(),
+            inner <- new_spinlock!(QpInner {
+                state: QpState::Reset,
+                attrs: Attrs {
+                    port_num: crate::device::PORT,
+                    ..Default::default()
+                },
+                sq,
+                rq,
+                dead: false,
+                pending: KVec::new(),
+            }),
+            send_cq,
+            recv_cq,
+            srq,
+            events: events.clone(),
+        }))?;
+        let qp_num = dev.qp_table.insert(&shared)?;
+        let qp = Self {
+            shared,
+            qp_type: init.qp_type,
+            sq_sig_all: init.sq_sig_all,
+            sq_max_sge: cap.max_send_sge,
+            sq_max_inline: cap.max_inline_data,
+            rq_max_sge: cap.max_recv_sge,
+            _charge: charge,
+        };
+        if let Err(e) = user.udata.respond(&resp) {
+            dev.qp_table.remove(qp_num);
+            return Err(e);
+        }
+        Ok(QpCreated {
+            data: qp,
+            qp_num,
+            cap,
+        })
+    }
+
+    pub(crate) fn modify(qp: &Qp<RxeRs>, a: &QpAttr) -> Result {
+        if a.mask.has_unknown_bits() || a.rate_limit.is_some() {
+            return Err(eopnotsupp());
+        }
+        // Check every attribute before changing anything.
+        if a.cap.is_some() {
+            return Err(EINVAL);
+        }
+        if a.port_num.is_some_and(|p| p != crate::device::PORT)
+            || a.pkey_index.is_some_and(|i| i >= param::PORT_PKEY_TBL_LEN)
+            || a.timeout.is_some_and(|t| t > 31)
+            || a.retry_cnt.is_some_and(|r| r > 7)
+            || a.rnr_retry.is_some_and(|r| r > 7)
+            || a.min_rnr_timer.is_some_and(|t| t > 31)
+            || a.max_rd_atomic
+                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
+            || a.max_dest_rd_atomic
+                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
+        {
+            return Err(EINVAL);
+        }
+        if let Some(f) = a.access_flags {
+            if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) || f & !SUPPORTED_ACCESS != 0 {
+                return Err(EINVAL);
+            }
+        }
+        if let Some(av) = &a.av {
+            check_av(av)?;
+        }
+        if let Some((av, port, pkey, timeout)) = &a.alt_path {
+            check_av(av)?;
+            if *port != crate::device::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
+                return Err(EINVAL);
+            }
+        }
+
+        let wq = &qp.device().wq;
+        let mut inner = qp.shared.inner.lock();
+        let cur = a.cur_state.unwrap_or(inner.state);
+        let new = a.state.unwrap_or(cur);
+        if !transition_ok(cur, new, qp.qp_type, a.mask) {
+            return Err(EINVAL);
+        }
+        // Room for the events this change may raise, before anything changes.
+        inner.pending.reserve(2, GFP_ATOMIC)?;
+
+        let at = &mut inner.attrs;
+        if let Some(v) = a.en_sqd_async_notify {
+            at.en_sqd_async_notify = v;
+        }
+        if let Some(v) = a.access_flags {
+            at.access_flags = v;
+        }
+        if let Some(v) = a.pkey_index {
+            at.pkey_index = v;
+        }
+        if let Some(v) = a.port_num {
+            at.port_num = v;
+        }
+        if let Some(v) = a.qkey {
+            at.qkey = v;
+        }
+        if let Some(v) = a.av {
+            at.av = v;
+        }
+        if let Some((av, port, pkey, timeout)) = a.alt_path {
+            at.alt_av = av;
+            at.alt_port_num = port;
+            at.alt_pkey_index = pkey;
+            at.alt_timeout = timeout;
+        }
+        if let Some(v) = a.path_mtu {
+            at.path_mtu = Some(v);
+        }
+        if let Some(v) = a.timeout {
+            at.timeout = v;
+        }
+        if let Some(v) = a.retry_cnt {
+            at.retry_cnt = v;
+        }
+        if let Some(v) = a.rnr_retry {
+            at.rnr_retry = v;
+        }
+        if let Some(v) = a.rq_psn {
+            at.rq_psn = v & PSN_MASK;
+        }
+        if let Some(v) = a.sq_psn {
+            at.sq_psn = v & PSN_MASK;
+        }
+        if let Some(v) = a.max_rd_atomic {
+            at.max_rd_atomic = round_rd_atomic(v);
+        }
+        if let Some(v) = a.max_dest_rd_atomic {
+            at.max_dest_rd_atomic = round_rd_atomic(v);
+        }
+        if let Some(v) = a.min_rnr_timer {
+            at.min_rnr_timer = v;
+        }
+        if let Some(v) = a.path_mig_state {
+            at.path_mig_state = v;
+        }
+        if let Some(v) = a.dest_qp_num {
+            at.dest_qp_num = v & QPN_MASK;
+        }
+
+        let mut wake = false;
+        if let Some(state) = a.state {
+            inner.state = state;
+            match state {
+                QpState::Reset => {
+                    inner.sq.reset();
+                    if let Some(rq) = &mut inner.rq {
+                        rq.reset();
+                    }
+                }
+                QpState::Err => {
+                    Self::flush(&qp.shared, &mut inner, wq);
+                    // An SRQ-attached QP in error takes no more receives from the SRQ
+                    // (none is ever in progress yet): say so, once per entry into ERR.
+                    if qp.shared.srq.is_some() && cur != QpState::Err {
+                        inner.pending.push(QpEvent::LastWqeReached, GFP_ATOMIC)?;
+                        wake = true;
+                    }
+                }
+                QpState::Sqd => {
+                    // Nothing is ever in flight yet, so the send queue is drained at once.
+                    if inner.attrs.en_sqd_async_notify {
+                        inner.pending.push(QpEvent::SqDrained, GFP_ATOMIC)?;
+                        wake = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        drop(inner);
+        if wake {
+            wq.run(&qp.shared);
+        }
+        Ok(())
+    }
+
+    /// Flushes both queues of a QP in the error state.
+    fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
+        inner.sq.flush(&shared.send_cq, wq, shared.qp_num.get());
+        if let Some(rq) = &mut inner.rq {
+            rq.flush(&shared.recv_cq, wq, shared.qp_num.get());
+        }
+    }
+
+    pub(crate) fn query(&self) -> QpAttrs {
+        let inner = self.shared.inner.lock();
+        let at = &inner.attrs;
+        QpAttrs {
+            state: Some(inner.state),
+            path_mtu: at.path_mtu,
+            path_mig_state: at.path_mig_state,
+            qkey: at.qkey,
+            rq_psn: at.rq_psn,
+            sq_psn: at.sq_psn,
+            dest_qp_num: at.dest_qp_num,
+            access_flags: at.access_flags,
+            cap: QpCap {
+                max_send_wr: inner.sq.capacity(),
+                max_send_sge: self.sq_max_sge,
+                max_inline_data: self.sq_max_inline,
+                max_recv_wr: inner.rq.as_ref().map_or(0, WqeRing::capacity),
+                max_recv_sge: if inner.rq.is_some() {
+                    self.rq_max_sge
+                } else {
+                    0
+                },
+            },
+            av: at.av,
+            alt_av: at.alt_av,
+            pkey_index: at.pkey_index,
+            alt_pkey_index: at.alt_pkey_index,
+            en_sqd_async_notify: at.en_sqd_async_notify,
+            sq_draining: false,
+            max_rd_atomic: at.max_rd_atomic,
+            max_dest_rd_atomic: at.max_dest_rd_atomic,
+            min_rnr_timer: at.min_rnr_timer,
+            port_num: at.port_num,
+            timeout: at.timeout,
+            retry_cnt: at.retry_cnt,
+            rnr_retry: at.rnr_retry,
+            alt_port_num: at.alt_port_num,
+            alt_timeout: at.alt_timeout,
+            sq_sig_all: self.sq_sig_all,
+        }
+    }
+
+    pub(crate) fn doorbell(qp: &Qp<RxeRs>) -> Result {
+        let mut inner = qp.shared.inner.lock();
+        match inner.state {
+            // As rxe: the send queue may not be rung before RTS.
+            QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
+            QpState::Err => {
+                Self::flush(&qp.shared, &mut inner, &qp.device().wq);
+                Ok(())
+            }
+            // No new send is started while draining.
+            QpState::Sqd => Ok(()),
+            // The requester does not exist yet: nothing would ever be sent.
+            QpState::Rts | QpState::Sqe => Err(eopnotsupp()),
+        }
+    }
+
+    pub(crate) fn attach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
+        qp.device().mcast.attach(gid, qp.qp_num())
+    }
+
+    pub(crate) fn detach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
+        qp.device().mcast.detach(gid, qp.qp_num())
+    }
+
+    /// Stops the QP for good: after this nothing of it runs or completes.
+    pub(crate) fn destroy(qp: &Qp<RxeRs>) {
+        {
+            let mut inner = qp.shared.inner.lock();
+            inner.dead = true;
+            inner.pending.clear();
+        }
+        // No new packet can find it (none is looked up yet, but the number is freed).
+        qp.device().qp_table.remove(qp.qp_num());
+    }
+}
+
+/// PSNs are 24 bits.
+const PSN_MASK: u32 = (1 << 24) - 1;
+/// QP numbers are 24 bits on the wire.
+const QPN_MASK: u32 = (1 << 24) - 1;

@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Shared receive queues.
+//!
+//! A process's SRQ is one receive ring (rxe's `struct rxe_recv_wqe` slots) that librxe
+//! produces into and that any QP attached to it consumes from. Its limit, once armed,
+//! raises `IB_EVENT_SRQ_LIMIT_REACHED` when the ring drains below it; nothing consumes
+//! from an SRQ before the data path exists, so the limit is only kept for now.
+//!
+//! Resizing follows rxe's user ABI, quirk included: the new ring's `struct mminfo` is
+//! written to a user address that the command carries (`struct rxe_modify_srq_cmd`),
+//! not into the response. The posted receives move to the start of the new ring; librxe
+//! holds its own lock across the resize, so it posts nothing meanwhile.
+
+use crate::device::RxeRs;
+use crate::ib::{
+    cq::UserCall,
+    device::eopnotsupp,
+    srq::{Srq, SrqAttr, SrqModify},
+};
+use crate::param::{self, Charge, Quota};
+use crate::queue::WqeRing;
+use kernel::{
+    new_spinlock,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, SpinLock,
+    },
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
+pub(crate) const RECV_WQE_HDR: usize = 40;
+/// Bytes of one SGE (`struct rxe_sge`).
+pub(crate) const SGE_LEN: u32 = 16;
+
+/// SRQ numbers (reported to librxe, used by nothing else for a basic SRQ) start here,
+/// as rxe's do, and wrap below 2^20.
+const FIRST_SRQN: u32 = 0x2_0001;
+const SRQN_LIMIT: u32 = 1 << 20;
+
+/// The driver's part of a shared receive queue.
+pub(crate) struct RxeSrq {
+    shared: SrqHandle,
+    max_sge: u32,
+    _charge: Charge,
+}
+
+/// A QP's reference to the SRQ it takes receives from.
+#[derive(Clone)]
+pub(crate) struct SrqHandle(Arc<SrqShared>);
+
+#[pin_data]
+pub(crate) struct SrqShared {
+    #[pin]
+    inner: SpinLock<SrqInner>,
+}
+
+struct SrqInner {
+    ring: WqeRing,
+    /// The armed limit (0: not armed).
+    limit: u32,
+}
+
+/// The device's source of SRQ numbers.
+pub(crate) struct SrqNumbers(Atomic<u32>);
+
+impl SrqNumbers {
+    pub(crate) fn new() -> Self {
+        Self(Atomic::new(0))
+    }
+
+    fn next(&self) -> u32 {
+        FIRST_SRQN + self.0.fetch_add(1, Relaxed) % (SRQN_LIMIT - FIRST_SRQN)
+    }
+}
+
+fn slot_len(max_sge: u32) -> usize {
+    RECV_WQE_HDR + (max_sge * SGE_LEN) as usize
+}
+
+fn check_max_wr(max_wr: u32) -> Result {
+    if max_wr == 0 || max_wr > param::MAX_SRQ_WR {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+impl RxeSrq {
+    pub(crate) fn create(
+        srqs: &Arc<Quota>,
+        numbers: &SrqNumbers,
+        attr: &SrqAttr,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<(Self, SrqAttr)> {
+        // Kernel consumers post receives through the kernel, which is not offered yet.
+        let user = user.ok_or_else(eopnotsupp)?;
+        check_max_wr(attr.max_wr)?;
+        if attr.max_sge > param::MAX_SRQ_SGE {
+            return Err(EINVAL);
+        }
+        let max_sge = attr.max_sge.max(1);
+        let charge = Quota::charge(srqs)?;
+        let ring = WqeRing::new(attr.max_wr, slot_len(max_sge), user)?;
+        let srq_num = numbers.next();
+        // `struct rxe_create_srq_resp`: the ring, the SRQ number, a reserved word.
+        let mut resp = [0u8; 24];
+        resp[..16].copy_from_slice(&ring.mminfo());
+        resp[16..20].copy_from_slice(&srq_num.to_ne_bytes());
+        user.udata.respond(&resp)?;
+        let out = SrqAttr {
+            max_wr: ring.capacity(),
+            max_sge,
+            srq_limit: attr.srq_limit,
+        };
+        let shared = Arc::pin_init(
+            pin_init!(SrqShared {
+                inner <- new_spinlock!(SrqInner {
+                    ring,
+                    limit: attr.srq_limit,
+                }),
+            }),
+            GFP_KERNEL,
+        )?;
+        Ok((
+            Self {
+                shared: SrqHandle(shared),
+                max_sge,
+                _charge: charge,
+            },
+            out,
+        ))
+    }
+
+    /// The attached QPs' reference.
+    pub(crate) fn handle(&self) -> &SrqHandle {
+        &self.shared
+    }
+
+    pub(crate) fn modify(
+        srq: &Srq<RxeRs>,
+        m: &SrqModify,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result {
+        let capacity = srq.shared.0.inner.lock().ring.capacity();
+        let limit = srq.shared.0.inner.lock().limit;
+        if let Some(l) = m.srq_limit {
+            // Checked against the size the SRQ has after this modify.
+            let size = m.max_wr.unwrap_or(capacity);
+            if l > param::MAX_SRQ_WR || l > size {
+                return Err(EINVAL);
+            }
+        }
+        if let Some(max_wr) = m.max_wr {
+            check_max_wr(max_wr)?;
+            if limit != 0 && max_wr < limit {
+                return Err(EINVAL);
+            }
+            let user = user.ok_or(EINVAL)?;
+            // `struct rxe_modify_srq_cmd`: where to write the new ring's `struct mminfo`.
+            let mut cmd = [0u8; 8];
+            user.udata.copy_in(&mut cmd, 8)?;
+            let addr = usize::try_from(u64::from_ne_bytes(cmd)).map_err(|_| EFAULT)?;
+            let mut new = WqeRing::new(max_wr, slot_len(srq.max_sge), user)?;
+            let info = new.mminfo();
+            UserSlice::new(UserPtr::from_addr(addr), info.len())
+                .writer()
+                .write_slice(&info)?;
+            let mut inner = srq.shared.0.inner.lock();
+            let count = inner.ring.count();
+            if count > new.capacity() {
+                return Err(EINVAL);
+            }
+            new.take_from(&inner.ring, count);
+            let old = core::mem::replace(&mut inner.ring, new);
+            drop(inner);
+            drop(old);
+        }
+        if let Some(l) = m.srq_limit {
+            srq.shared.0.inner.lock().limit = l;
+        }
+        Ok(())
+    }
+
+    pub(crate) fn query(&self) -> SrqAttr {
+        let inner = self.shared.0.inner.lock();
+        SrqAttr {
+            max_wr: inner.ring.capacity(),
+            max_sge: self.max_sge,
+            srq_limit: inner.limit,
+        }
+    }
+}

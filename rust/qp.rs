@@ -1,0 +1,628 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Queue pairs (`struct ib_qp`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! ib_core allocates a QP (`size_ib_qp` bytes, zeroed), fills in the device, PD, CQs,
+//! SRQ, type and the consumer's event handler, and calls `create_qp`; after a
+//! successful `destroy_qp` it frees the block. [`Qp<T>`] is the block: the C struct,
+//! the consumer's event callback ([`QpEvents`]), then the driver's data, built as a value.
+//!
+//! ib_core refuses to destroy a QP that is still attached to a multicast group, and
+//! holds the CQs, SRQ and PD of a QP (their `usecnt`) until its destroy returned. The
+//! attribute structures of `modify_qp` and `query_qp` are translated here into
+//! [`QpAttr`] (what a modify sets, one `Option` per mask bit) and [`QpAttrs`] (what a
+//! query reports).
+//!
+//! `post_send` and `post_recv` may be called in atomic context; the other callbacks run
+//! in process context.
+
+use super::{
+    bindings,
+    cq::{Cq, UserCall},
+    device::{Device, Driver, Mtu},
+    srq::Srq,
+};
+use core::ptr;
+use kernel::{
+    ffi::c_int,
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+    types::Opaque,
+};
+
+/// The transport service of a QP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpType {
+    /// Reliable connected.
+    Rc,
+    /// Unreliable connected.
+    Uc,
+    /// Unreliable datagram.
+    Ud,
+    /// QP1, the general services QP of a port (kernel consumers only).
+    Gsi,
+}
+
+impl QpType {
+    fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
+            bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
+            bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            _ => return None,
+        })
+    }
+
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
+            Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
+            Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+        }
+    }
+}
+
+/// The state of a QP (`enum ib_qp_state`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum QpState {
+    /// Just created or reset: nothing is processed.
+    Reset,
+    /// Receives may be posted.
+    Init,
+    /// Ready to receive.
+    Rtr,
+    /// Ready to send.
+    Rts,
+    /// Send queue drain: no new send is started.
+    Sqd,
+    /// Send queue error (unreliable QPs).
+    Sqe,
+    /// Error: everything outstanding is flushed.
+    Err,
+}
+
+impl QpState {
+    fn from_raw(raw: u32) -> Option<Self> {
+        Some(match raw {
+            bindings::ib_qp_state_IB_QPS_RESET => Self::Reset,
+            bindings::ib_qp_state_IB_QPS_INIT => Self::Init,
+            bindings::ib_qp_state_IB_QPS_RTR => Self::Rtr,
+            bindings::ib_qp_state_IB_QPS_RTS => Self::Rts,
+            bindings::ib_qp_state_IB_QPS_SQD => Self::Sqd,
+            bindings::ib_qp_state_IB_QPS_SQE => Self::Sqe,
+            bindings::ib_qp_state_IB_QPS_ERR => Self::Err,
+            _ => return None,
+        })
+    }
+
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::Reset => bindings::ib_qp_state_IB_QPS_RESET,
+            Self::Init => bindings::ib_qp_state_IB_QPS_INIT,
+            Self::Rtr => bindings::ib_qp_state_IB_QPS_RTR,
+            Self::Rts => bindings::ib_qp_state_IB_QPS_RTS,
+            Self::Sqd => bindings::ib_qp_state_IB_QPS_SQD,
+            Self::Sqe => bindings::ib_qp_state_IB_QPS_SQE,
+            Self::Err => bindings::ib_qp_state_IB_QPS_ERR,
+        }
+    }
+}
+
+/// Whether the IB state machine allows `cur` to `next` for `qp_type` with exactly the
+/// attributes in `mask` (required ones present, nothing outside the optional ones).
+pub(crate) fn transition_ok(cur: QpState, next: QpState, qp_type: QpType, mask: AttrMask) -> bool {
+    // SAFETY: A pure function of its arguments.
+    unsafe { bindings::ib_modify_qp_is_ok(cur.to_raw(), next.to_raw(), qp_type.to_raw(), mask.0) }
+}
+
+/// The work request and scatter/gather capacities of a QP.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct QpCap {
+    pub(crate) max_send_wr: u32,
+    pub(crate) max_recv_wr: u32,
+    pub(crate) max_send_sge: u32,
+    pub(crate) max_recv_sge: u32,
+    pub(crate) max_inline_data: u32,
+}
+
+impl QpCap {
+    fn from_raw(c: &bindings::ib_qp_cap) -> Self {
+        Self {
+            max_send_wr: c.max_send_wr,
+            max_recv_wr: c.max_recv_wr,
+            max_send_sge: c.max_send_sge,
+            max_recv_sge: c.max_recv_sge,
+            max_inline_data: c.max_inline_data,
+        }
+    }
+
+    fn write_to(&self, c: &mut bindings::ib_qp_cap) {
+        c.max_send_wr = self.max_send_wr;
+        c.max_recv_wr = self.max_recv_wr;
+        c.max_send_sge = self.max_send_sge;
+        c.max_recv_sge = self.max_recv_sge;
+        c.max_inline_data = self.max_inline_data;
+    }
+}
+
+/// What a QP is created with.
+pub(crate) struct QpInit<'a, T: Driver> {
+    pub(crate) qp_type: QpType,
+    /// The capacities asked for.
+    pub(crate) cap: QpCap,
+    /// Every send completes (`IB_SIGNAL_ALL_WR`), not only signaled ones.
+    pub(crate) sq_sig_all: bool,
+    pub(crate) send_cq: &'a Cq<T>,
+    pub(crate) recv_cq: &'a Cq<T>,
+    /// The shared receive queue receives come from, if any.
+    pub(crate) srq: Option<&'a Srq<T>>,
+    /// `IB_QP_CREATE_*` flags; a driver that knows none refuses any.
+    pub(crate) create_flags: u32,
+}
+
+/// What a created QP reports back: its number and its actual capacities.
+pub(crate) struct QpCreated<D> {
+    pub(crate) data: D,
+    pub(crate) qp_num: u32,
+    pub(crate) cap: QpCap,
+}
+
+/// The network a RoCE address vector's GIDs belong to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum NetworkType {
+    /// IPv4 (the GIDs are IPv4-mapped IPv6 addresses).
+    Ipv4,
+    /// IPv6.
+    Ipv6,
+}
+
+/// A RoCE v2 address vector: where a QP's (or an AH's) packets go.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct AddressVector {
+    pub(crate) port_num: u32,
+    pub(crate) sl: u8,
+    pub(crate) static_rate: u8,
+    pub(crate) dgid: [u8; 16],
+    pub(crate) flow_label: u32,
+    pub(crate) sgid_index: u8,
+    pub(crate) hop_limit: u8,
+    pub(crate) traffic_class: u8,
+    pub(crate) dmac: [u8; 6],
+    /// `None` when the source GID is not a RoCE v2 one.
+    pub(crate) network: Option<NetworkType>,
+    /// Whether the attribute carried a GRH at all (RoCE requires one).
+    pub(crate) has_grh: bool,
+}
+
+impl AddressVector {
+    /// Reads an `rdma_ah_attr`.
+    ///
+    /// # Safety
+    ///
+    /// `a.grh.sgid_attr` must be null or valid for the call.
+    pub(super) unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
+        let has_grh = u32::from(a.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0;
+        let g = &a.grh;
+        let network = if g.sgid_attr.is_null() {
+            None
+        } else {
+            // SAFETY: Valid per the caller.
+            match unsafe { bindings::rxe_rs_gid_attr_network_type(g.sgid_attr) } {
+                bindings::rdma_network_type_RDMA_NETWORK_IPV4 => Some(NetworkType::Ipv4),
+                bindings::rdma_network_type_RDMA_NETWORK_IPV6 => Some(NetworkType::Ipv6),
+                _ => None,
+            }
+        };
+        Self {
+            port_num: a.port_num,
+            sl: a.sl,
+            static_rate: a.static_rate,
+            // SAFETY: The GID is plain bytes in either view of the union.
+            dgid: unsafe { g.dgid.raw },
+            flow_label: g.flow_label,
+            sgid_index: g.sgid_index,
+            hop_limit: g.hop_limit,
+            traffic_class: g.traffic_class,
+            // SAFETY: Plain bytes; for a RoCE attribute ib_core resolved them.
+            dmac: unsafe { a.__bindgen_anon_1.roce.dmac },
+            network,
+            has_grh,
+        }
+    }
+
+    pub(super) fn write_to(&self, a: &mut bindings::rdma_ah_attr) {
+        *a = pin_init::zeroed();
+        a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;
+        a.ah_flags = bindings::ib_ah_flags_IB_AH_GRH as u8;
+        a.port_num = self.port_num;
+        a.sl = self.sl;
+        a.static_rate = self.static_rate;
+        a.grh.dgid.raw = self.dgid;
+        a.grh.flow_label = self.flow_label;
+        a.grh.sgid_index = self.sgid_index;
+        a.grh.hop_limit = self.hop_limit;
+        a.grh.traffic_class = self.traffic_class;
+        a.__bindgen_anon_1.roce.dmac = self.dmac;
+    }
+}
+
+/// The attribute mask of a modify (`enum ib_qp_attr_mask`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct AttrMask(u32);
+
+impl AttrMask {
+    /// Whether bits outside the standard attributes are set.
+    pub(crate) fn has_unknown_bits(self) -> bool {
+        self.0 & !bindings::ib_qp_attr_mask_IB_QP_ATTR_STANDARD_BITS != 0
+    }
+
+    fn has(self, bit: u32) -> bool {
+        self.0 & bit != 0
+    }
+}
+
+/// What a `modify_qp` sets: `None` for each attribute outside the mask.
+#[derive(Clone, Debug)]
+pub(crate) struct QpAttr {
+    pub(crate) mask: AttrMask,
+    pub(crate) state: Option<QpState>,
+    pub(crate) cur_state: Option<QpState>,
+    pub(crate) en_sqd_async_notify: Option<bool>,
+    pub(crate) access_flags: Option<u32>,
+    pub(crate) pkey_index: Option<u16>,
+    pub(crate) port_num: Option<u32>,
+    pub(crate) qkey: Option<u32>,
+    pub(crate) av: Option<AddressVector>,
+    pub(crate) path_mtu: Option<Mtu>,
+    pub(crate) timeout: Option<u8>,
+    pub(crate) retry_cnt: Option<u8>,
+    pub(crate) rnr_retry: Option<u8>,
+    pub(crate) rq_psn: Option<u32>,
+    pub(crate) max_rd_atomic: Option<u8>,
+    /// The alternate path: its address vector, port, P_Key index and timeout.
+    pub(crate) alt_path: Option<(AddressVector, u32, u16, u8)>,
+    pub(crate) min_rnr_timer: Option<u8>,
+    pub(crate) sq_psn: Option<u32>,
+    pub(crate) max_dest_rd_atomic: Option<u8>,
+    pub(crate) path_mig_state: Option<u32>,
+    /// A capacity change; no transition allows one, so it is refused.
+    pub(crate) cap: Option<QpCap>,
+    pub(crate) dest_qp_num: Option<u32>,
+    /// A rate limit (raw packet QPs only).
+    pub(crate) rate_limit: Option<u32>,
+}
+
+impl QpAttr {
+    /// Reads the attributes selected by `mask`; `EINVAL` for a state or MTU that does
+    /// not exist.
+    ///
+    /// # Safety
+    ///
+    /// `a`'s address vectors must carry valid (or null) GID attributes when selected.
+    unsafe fn from_raw(a: &bindings::ib_qp_attr, mask: u32) -> Result<Self> {
+        use bindings::*;
+        let m = AttrMask(mask);
+        let pick = |bit: u32| m.has(bit);
+        let state = |raw: u32| QpState::from_raw(raw).ok_or(EINVAL);
+        Ok(Self {
+            mask: m,
+            state: pick(ib_qp_attr_mask_IB_QP_STATE)
+                .then(|| state(a.qp_state))
+                .transpose()?,
+            cur_state: pick(ib_qp_attr_mask_IB_QP_CUR_STATE)
+                .then(|| state(a.cur_qp_state))
+                .transpose()?,
+            en_sqd_async_notify: pick(ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY)
+                .then_some(a.en_sqd_async_notify != 0),
+            access_flags: pick(ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
+                .then_some(a.qp_access_flags as u32),
+            pkey_index: pick(ib_qp_attr_mask_IB_QP_PKEY_INDEX).then_some(a.pkey_index),
+            port_num: pick(ib_qp_attr_mask_IB_QP_PORT).then_some(a.port_num),
+            qkey: pick(ib_qp_attr_mask_IB_QP_QKEY).then_some(a.qkey),
+            // SAFETY: Valid per the caller.
+            av: pick(ib_qp_attr_mask_IB_QP_AV)
+                .then(|| unsafe { AddressVector::from_raw(&a.ah_attr) }),
+            path_mtu: pick(ib_qp_attr_mask_IB_QP_PATH_MTU)
+                .then(|| Mtu::from_raw(a.path_mtu).ok_or(EINVAL))
+                .transpose()?,
+            timeout: pick(ib_qp_attr_mask_IB_QP_TIMEOUT).then_some(a.timeout),
+            retry_cnt: pick(ib_qp_attr_mask_IB_QP_RETRY_CNT).then_some(a.retry_cnt),
+            rnr_retry: pick(ib_qp_attr_mask_IB_QP_RNR_RETRY).then_some(a.rnr_retry),
+            rq_psn: pick(ib_qp_attr_mask_IB_QP_RQ_PSN).then_some(a.rq_psn),
+            max_rd_atomic: pick(ib_qp_attr_mask_IB_QP_MAX_QP_RD_ATOMIC).then_some(a.max_rd_atomic),
+            alt_path: pick(ib_qp_attr_mask_IB_QP_ALT_PATH).then(|| {
+                (
+                    // SAFETY: Valid per the caller.
+                    unsafe { AddressVector::from_raw(&a.alt_ah_attr) },
+                    a.alt_port_num,
+                    a.alt_pkey_index,
+                    a.alt_timeout,
+                )
+            }),
+            min_rnr_timer: pick(ib_qp_attr_mask_IB_QP_MIN_RNR_TIMER).then_some(a.min_rnr_timer),
+            sq_psn: pick(ib_qp_attr_mask_IB_QP_SQ_PSN).then_some(a.sq_psn),
+            max_dest_rd_atomic: pick(ib_qp_attr_mask_IB_QP_MAX_DEST_RD_ATOMIC)
+                .then_some(a.max_dest_rd_atomic),
+            path_mig_state: pick(ib_qp_attr_mask_IB_QP_PATH_MIG_STATE).then_some(a.path_mig_state),
+            cap: pick(ib_qp_attr_mask_IB_QP_CAP).then(|| QpCap::from_raw(&a.cap)),
+            dest_qp_num: pick(ib_qp_attr_mask_IB_QP_DEST_QPN).then_some(a.dest_qp_num),
+            rate_limit: pick(ib_qp_attr_mask_IB_QP_RATE_LIMIT).then_some(a.rate_limit),
+        })
+    }
+}
+
+/// Everything a `query_qp` reports.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct QpAttrs {
+    pub(crate) state: Option<QpState>,
+    pub(crate) path_mtu: Option<Mtu>,
+    pub(crate) path_mig_state: u32,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) access_flags: u32,
+    pub(crate) cap: QpCap,
+    pub(crate) av: AddressVector,
+    pub(crate) alt_av: AddressVector,
+    pub(crate) pkey_index: u16,
+    pub(crate) alt_pkey_index: u16,
+    pub(crate) en_sqd_async_notify: bool,
+    pub(crate) sq_draining: bool,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) port_num: u32,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) alt_port_num: u32,
+    pub(crate) alt_timeout: u8,
+    /// Part of the init attributes a query reports.
+    pub(crate) sq_sig_all: bool,
+}
+
+impl QpAttrs {
+    fn write_to(&self, a: &mut bindings::ib_qp_attr, init: &mut bindings::ib_qp_init_attr) {
+        *a = pin_init::zeroed();
+        let state = self.state.unwrap_or(QpState::Reset).to_raw();
+        a.qp_state = state;
+        a.cur_qp_state = state;
+        a.path_mtu = self.path_mtu.unwrap_or(Mtu::Mtu256).to_raw();
+        a.path_mig_state = self.path_mig_state;
+        a.qkey = self.qkey;
+        a.rq_psn = self.rq_psn;
+        a.sq_psn = self.sq_psn;
+        a.dest_qp_num = self.dest_qp_num;
+        a.qp_access_flags = self.access_flags as i32;
+        self.cap.write_to(&mut a.cap);
+        self.av.write_to(&mut a.ah_attr);
+        self.alt_av.write_to(&mut a.alt_ah_attr);
+        a.pkey_index = self.pkey_index;
+        a.alt_pkey_index = self.alt_pkey_index;
+        a.en_sqd_async_notify = self.en_sqd_async_notify.into();
+        a.sq_draining = self.sq_draining.into();
+        a.max_rd_atomic = self.max_rd_atomic;
+        a.max_dest_rd_atomic = self.max_dest_rd_atomic;
+        a.min_rnr_timer = self.min_rnr_timer;
+        a.port_num = self.port_num;
+        a.timeout = self.timeout;
+        a.retry_cnt = self.retry_cnt;
+        a.rnr_retry = self.rnr_retry;
+        a.alt_port_num = self.alt_port_num;
+        a.alt_timeout = self.alt_timeout;
+        // The rest of the init attributes (CQs, SRQ, type) ib_core fills in itself.
+        self.cap.write_to(&mut init.cap);
+        init.sq_sig_type = if self.sq_sig_all {
+            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+        } else {
+            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+        };
+    }
+}
+
+/// Asynchronous events of a QP (`enum ib_event_type`, the QP-affiliated ones).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum QpEvent {
+    /// The send queue drained after a move to SQD with notification asked for.
+    SqDrained,
+    /// An SRQ-attached QP in the error state will take no more receives from the SRQ.
+    LastWqeReached,
+}
+
+/// The consumer's event callback of one QP, callable until the QP is destroyed.
+///
+/// As [`super::cq::CqEvents`]: the call sleeps and must come from a workqueue.
+#[pin_data]
+pub(crate) struct QpEvents {
+    #[pin]
+    qp: Mutex<Option<RawQp>>,
+}
+
+/// # Invariants
+///
+/// Points to a live `ib_qp`; only held inside [`QpEvents`] until the QP's destroy.
+struct RawQp(*mut bindings::ib_qp);
+
+// SAFETY: The pointer is only used under the `QpEvents` lock, from any thread.
+unsafe impl Send for RawQp {}
+
+impl QpEvents {
+    fn new(qp: *mut bindings::ib_qp) -> Result<Arc<Self>> {
+        // INVARIANT: `qp` is being created and lives until destroy revokes it.
+        Arc::pin_init(
+            pin_init!(Self {
+                qp <- new_mutex!(Some(RawQp(qp))),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Raises `event` on the QP, if it still exists.
+    pub(crate) fn raise(&self, event: QpEvent) {
+        let guard = self.qp.lock();
+        if let Some(RawQp(qp)) = *guard {
+            let kind = match event {
+                QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+                QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            };
+            // SAFETY: By the `RawQp` invariant the QP is live while we hold the lock;
+            // the event only lives for the call.
+            unsafe {
+                if let Some(handler) = (*qp).event_handler {
+                    let mut ev: bindings::ib_event = pin_init::zeroed();
+                    ev.device = (*qp).device;
+                    ev.element.qp = qp;
+                    ev.event = kind;
+                    handler(&mut ev, (*qp).qp_context);
+                }
+            }
+        }
+    }
+
+    fn revoke(&self) {
+        *self.qp.lock() = None;
+    }
+}
+
+/// A queue pair of driver `T`.
+///
+/// # Invariants
+///
+/// `events` and `data` are initialised between a successful create and `destroy_qp`;
+/// `ib.device` is a `Device<T>` for the whole time.
+#[repr(C)]
+pub(crate) struct Qp<T: Driver> {
+    ib: Opaque<bindings::ib_qp>,
+    events: Arc<QpEvents>,
+    data: T::Qp,
+}
+
+impl<T: Driver> core::ops::Deref for Qp<T> {
+    type Target = T::Qp;
+
+    fn deref(&self) -> &T::Qp {
+        &self.data
+    }
+}
+
+impl<T: Driver> Qp<T> {
+    /// Creates the driver's part of a new QP.
+    ///
+    /// # Safety
+    ///
+    /// `qp` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
+    /// `Device<T>` (device, PD, CQs, SRQ set); `init` must be valid for the call; `udata`
+    /// null for a kernel consumer, else the driver udata of the uverbs call.
+    pub(super) unsafe fn create(
+        qp: *mut bindings::ib_qp,
+        init: *mut bindings::ib_qp_init_attr,
+        udata: *mut bindings::ib_udata,
+    ) -> Result {
+        // SAFETY: Per the caller.
+        let (ib, a) = unsafe { (&*qp, &mut *init) };
+        if a.send_cq.is_null() || a.recv_cq.is_null() || ib.pd.is_null() {
+            return Err(EINVAL);
+        }
+        let qp_type = QpType::from_raw(a.qp_type).ok_or_else(super::device::eopnotsupp)?;
+        // SAFETY: ib_core set these to live objects of our device for the call.
+        let (dev, send_cq, recv_cq) = unsafe {
+            (
+                Device::<T>::from_raw(ib.device),
+                Cq::<T>::from_raw(a.send_cq),
+                Cq::<T>::from_raw(a.recv_cq),
+            )
+        };
+        let qinit = QpInit {
+            qp_type,
+            cap: QpCap::from_raw(&a.cap),
+            sq_sig_all: a.sq_sig_type == bindings::ib_sig_type_IB_SIGNAL_ALL_WR,
+            send_cq,
+            recv_cq,
+            // SAFETY: ib_core set `srq` to null or a live SRQ of our device.
+            srq: (!a.srq.is_null()).then(|| unsafe { Srq::<T>::from_raw(a.srq) }),
+            create_flags: a.create_flags,
+        };
+        // SAFETY: Per the caller.
+        let user = unsafe { UserCall::<T>::from_udata(udata) };
+        let events = QpEvents::new(qp)?;
+        let made = T::create_qp(dev, &qinit, user.as_ref(), &events)?;
+        made.cap.write_to(&mut a.cap);
+        let this = qp.cast::<Self>();
+        // SAFETY: `this` has room for `Self`; `events` and `data` are not initialised
+        // yet. `qp_num` is a plain field that ib_core reads after we return.
+        unsafe {
+            ptr::addr_of_mut!((*this).events).write(events);
+            ptr::addr_of_mut!((*this).data).write(made.data);
+            (*qp).qp_num = made.qp_num;
+        }
+        Ok(())
+    }
+
+    /// Drops the driver's part of a QP that is going away.
+    ///
+    /// # Safety
+    ///
+    /// `qp` must have been created by [`Self::create`] and not dropped yet.
+    pub(super) unsafe fn drop_in_place(qp: *mut bindings::ib_qp) {
+        let this = qp.cast::<Self>();
+        // SAFETY: Initialised and not dropped, per the caller. No callback runs once
+        // `revoke` returns; the driver's data quiesces everything else when dropped.
+        unsafe {
+            (*this).events.revoke();
+            ptr::drop_in_place(ptr::addr_of_mut!((*this).data));
+            ptr::drop_in_place(ptr::addr_of_mut!((*this).events));
+        }
+    }
+
+    /// Borrows a live QP.
+    ///
+    /// # Safety
+    ///
+    /// `qp` must have been created by [`Self::create`] and stay alive for `'a`.
+    pub(super) unsafe fn from_raw<'a>(qp: *mut bindings::ib_qp) -> &'a Self {
+        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
+        unsafe { &*qp.cast::<Self>() }
+    }
+
+    /// The device the QP belongs to.
+    pub(crate) fn device(&self) -> &Device<T> {
+        // SAFETY: By the type invariant `device` is a live `Device<T>`.
+        unsafe { Device::from_raw((*self.ib.get()).device) }
+    }
+
+    /// The QP's number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: Set at create and never changed.
+        unsafe { (*self.ib.get()).qp_num }
+    }
+}
+
+/// Translates a modify's attributes.
+///
+/// # Safety
+///
+/// `attr` must be valid for the call, its GID attributes too where `mask` selects them.
+pub(super) unsafe fn read_attr(attr: *const bindings::ib_qp_attr, mask: c_int) -> Result<QpAttr> {
+    // SAFETY: Per the caller.
+    unsafe { QpAttr::from_raw(&*attr, mask as u32) }
+}
+
+/// Writes a query's answer.
+///
+/// # Safety
+///
+/// `attr` and `init` must be valid for writes for the call.
+pub(super) unsafe fn write_attrs(
+    attrs: &QpAttrs,
+    attr: *mut bindings::ib_qp_attr,
+    init: *mut bindings::ib_qp_init_attr,
+) {
+    // SAFETY: Per the caller.
+    unsafe { attrs.write_to(&mut *attr, &mut *init) }
+}

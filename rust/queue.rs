@@ -1,0 +1,261 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Hardware queues: rings of fixed-size slots in memory the device shares with a process.
+//!
+//! C header: [`include/uapi/rdma/rdma_user_rxe.h`](srctree/include/uapi/rdma/rdma_user_rxe.h)
+//! (`struct rxe_queue_buf`)
+//!
+//! A soft RDMA device has no hardware; its queues (send, receive, shared receive and
+//! completion queues) live in host memory that the device and the process both map. The
+//! layout is the one librxe expects:
+//!
+//! ```text
+//!  offset 0     log2_elem_size   written once by the device, never read back
+//!  offset 4     index_mask       written once by the device, never read back
+//!  offset 128   producer_index   masked slot index, stored with release ordering
+//!  offset 256   consumer_index   masked slot index, stored with release ordering
+//!  offset 384   slot 0, slot 1, ... (2^log2_elem_size bytes each, a power-of-two count)
+//! ```
+//!
+//! One slot always stays empty, so a ring of `n` slots holds `n - 1` elements. The process
+//! may write anything anywhere in this memory at any time: the device keeps its own copy
+//! of the geometry ([`Geometry`]) and of the index it owns, masks every index it reads,
+//! and copies a slot out before looking at it.
+//!
+//! The memory ([`QueueMem`]) is `vmalloc_user()` memory. It is reference counted twice: by
+//! [`Arc`] for the kernel's users (the object, the mmap offer), and page by page by the
+//! mm for the process's mappings. Freeing it while a process still maps it is therefore
+//! safe: the pages stay with the mapping and go when it is unmapped.
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::{
+    page::PAGE_SIZE,
+    prelude::*,
+    sync::{
+        atomic::{Acquire, Atomic, Release},
+        Arc,
+    },
+};
+
+/// Bytes before the first slot.
+pub(crate) const HEADER_LEN: usize = 384;
+const LOG2_ELEM_OFF: usize = 0;
+const INDEX_MASK_OFF: usize = 4;
+const PRODUCER_OFF: usize = 128;
+const CONSUMER_OFF: usize = 256;
+
+/// Zeroed, page-aligned kernel memory that a process may map.
+///
+/// # Invariants
+///
+/// `ptr` is a `vmalloc_user()` allocation of `len` bytes (a multiple of the page size),
+/// owned by this value and freed with `vfree()` when it is dropped.
+pub(crate) struct QueueMem {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+// SAFETY: The allocation is plain memory, usable from any thread; accesses go through
+// atomics or copies that tolerate concurrent writers.
+unsafe impl Send for QueueMem {}
+// SAFETY: As above.
+unsafe impl Sync for QueueMem {}
+
+impl QueueMem {
+    /// Allocates `len` bytes, rounded up to whole pages.
+    fn new(len: usize) -> Result<Arc<Self>> {
+        let len = len.checked_next_multiple_of(PAGE_SIZE).ok_or(ENOMEM)?;
+        // SAFETY: Allocates; no preconditions.
+        let raw = unsafe { bindings::rxe_rs_vmalloc_user(len) };
+        let ptr = NonNull::new(raw.cast::<u8>()).ok_or(ENOMEM)?;
+        // INVARIANT: `ptr` is a fresh `vmalloc_user()` allocation of `len` bytes.
+        // On failure the value is dropped, which frees the allocation.
+        Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
+    }
+
+    /// The length in bytes, a multiple of the page size.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The start of the memory, for mapping it into a process.
+    pub(super) fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    /// The 32-bit word at `off`, which the process may change at any time.
+    fn word(&self, off: usize) -> &Atomic<u32> {
+        debug_assert!(off + 4 <= HEADER_LEN && off % 4 == 0);
+        // SAFETY: `off` is a 4-aligned offset inside the header of a live allocation that
+        // outlives `&self`; the word is only ever accessed atomically by the kernel.
+        unsafe { Atomic::from_ptr(self.ptr.as_ptr().add(off).cast::<u32>()) }
+    }
+}
+
+impl Drop for QueueMem {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the allocation is ours; pages a process still maps
+        // stay alive through their own page references.
+        unsafe { bindings::vfree(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// The shape of a ring, as the device decided it; the copy in shared memory is never read.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Geometry {
+    log2_elem: u32,
+    slots: u32,
+}
+
+impl Geometry {
+    /// A ring holding at least `entries` elements of at least `elem_size` bytes each.
+    ///
+    /// Slots are a power of two of at least 64 bytes (a cache line); the slot count is the
+    /// next power of two above `entries`. Fails with `EINVAL` when that does not fit the
+    /// 32-bit indices or the memory size limit.
+    pub(crate) fn new(entries: u32, elem_size: usize) -> Result<Self> {
+        let elem = elem_size
+            .max(64)
+            .checked_next_power_of_two()
+            .ok_or(EINVAL)?;
+        let slots = entries
+            .checked_add(1)
+            .and_then(u32::checked_next_power_of_two)
+            .ok_or(EINVAL)?;
+        let geo = Self {
+            log2_elem: elem.trailing_zeros(),
+            slots,
+        };
+        // Refuse what could not be allocated anyway (and keeps offsets in range).
+        if geo.mem_len() > MAX_QUEUE_BYTES {
+            return Err(EINVAL);
+        }
+        Ok(geo)
+    }
+
+    /// The number of elements the ring holds.
+    pub(crate) fn capacity(&self) -> u32 {
+        self.slots - 1
+    }
+
+    /// The mask that turns a running count into a slot index.
+    pub(crate) fn mask(&self) -> u32 {
+        self.slots - 1
+    }
+
+    /// The size of one slot in bytes.
+    pub(crate) fn elem_size(&self) -> usize {
+        1 << self.log2_elem
+    }
+
+    fn mem_len(&self) -> usize {
+        HEADER_LEN + (self.slots as usize) * self.elem_size()
+    }
+}
+
+/// The largest ring the device makes: 1 GiB, far above what its queue limits need.
+const MAX_QUEUE_BYTES: usize = 1 << 30;
+
+/// A ring in shared memory.
+///
+/// This is the memory access layer only; which side produces and which consumes, and
+/// what the slots mean, is up to the driver.
+pub(crate) struct Ring {
+    mem: Arc<QueueMem>,
+    geo: Geometry,
+}
+
+impl Ring {
+    /// Allocates a zeroed ring of shape `geo` and publishes the shape in its header.
+    pub(crate) fn new(geo: Geometry) -> Result<Self> {
+        let mem = QueueMem::new(geo.mem_len())?;
+        mem.word(LOG2_ELEM_OFF).store(geo.log2_elem, Release);
+        mem.word(INDEX_MASK_OFF).store(geo.mask(), Release);
+        Ok(Self { mem, geo })
+    }
+
+    /// The shape of the ring.
+    pub(crate) fn geometry(&self) -> Geometry {
+        self.geo
+    }
+
+    /// The memory, to offer it to a process.
+    pub(crate) fn mem(&self) -> &Arc<QueueMem> {
+        &self.mem
+    }
+
+    /// The producer index as last published (masked: the process may store anything).
+    pub(crate) fn producer(&self) -> u32 {
+        // ORDERING: Acquire pairs with the producer's release, so the slots it filled are
+        // visible before they are copied out.
+        self.mem.word(PRODUCER_OFF).load(Acquire) & self.geo.mask()
+    }
+
+    /// The consumer index as last published (masked).
+    pub(crate) fn consumer(&self) -> u32 {
+        // ORDERING: Acquire pairs with the consumer's release: slots it freed are no
+        // longer read by it when they are overwritten.
+        self.mem.word(CONSUMER_OFF).load(Acquire) & self.geo.mask()
+    }
+
+    /// Publishes a new producer index.
+    pub(crate) fn set_producer(&self, index: u32) {
+        // ORDERING: Release makes the slot contents visible before the index.
+        self.mem
+            .word(PRODUCER_OFF)
+            .store(index & self.geo.mask(), Release);
+    }
+
+    /// Publishes a new consumer index.
+    pub(crate) fn set_consumer(&self, index: u32) {
+        // ORDERING: Release: the slots are read before the producer may reuse them.
+        self.mem
+            .word(CONSUMER_OFF)
+            .store(index & self.geo.mask(), Release);
+    }
+
+    fn slot_ptr(&self, index: u32) -> *mut u8 {
+        let off = HEADER_LEN + ((index & self.geo.mask()) as usize) * self.geo.elem_size();
+        // SAFETY: `off` is the start of a slot inside the allocation (`Geometry::mem_len`).
+        unsafe { self.mem.as_ptr().add(off) }
+    }
+
+    /// Copies the start of slot `index` (masked) into `out`.
+    ///
+    /// The process may be writing the slot at the same time; `out` then holds some mix of
+    /// old and new bytes, which the caller validates like any other input.
+    pub(crate) fn read_slot(&self, index: u32, out: &mut [u8]) {
+        let len = out.len().min(self.geo.elem_size());
+        // SAFETY: The source is `len` bytes inside one slot of the live allocation, the
+        // destination is `out`; the C copy tolerates a concurrent writer of the source.
+        unsafe {
+            bindings::rxe_rs_shared_copy(out.as_mut_ptr().cast(), self.slot_ptr(index).cast(), len)
+        };
+    }
+
+    /// Copies slot `index` (masked) of this ring to slot `to_index` of `to`, as much of
+    /// it as fits.
+    pub(crate) fn copy_slot(&self, index: u32, to: &Ring, to_index: u32) {
+        let len = self.geo.elem_size().min(to.geo.elem_size());
+        // SAFETY: Source and destination are `len` bytes inside one slot each, of two
+        // live allocations (or the same one: slots never overlap, or are the same).
+        unsafe {
+            bindings::rxe_rs_shared_copy(
+                to.slot_ptr(to_index).cast(),
+                self.slot_ptr(index).cast(),
+                len,
+            )
+        };
+    }
+
+    /// Copies `data` to the start of slot `index` (masked).
+    pub(crate) fn write_slot(&self, index: u32, data: &[u8]) {
+        let len = data.len().min(self.geo.elem_size());
+        // SAFETY: The destination is `len` bytes inside one slot of the live allocation;
+        // a process reading it concurrently sees some mix of bytes, harmless to the kernel.
+        unsafe {
+            bindings::rxe_rs_shared_copy(self.slot_ptr(index).cast(), data.as_ptr().cast(), len)
+        };
+    }
+}

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Deferred work: tasks that run on a device's own workqueue.
+//!
+//! C header: [`include/linux/workqueue.h`](srctree/include/linux/workqueue.h)
+//!
+//! A verbs driver must not call a consumer back from the call chain of one of its own
+//! verbs (`Documentation/infiniband/core_locking.rst`): a completion produced while a
+//! verb runs is announced later, from a workqueue. [`Task<T>`] is a reference-counted
+//! object with one work item; queueing it while it is already queued does nothing, so
+//! a burst of reasons to run coalesces into one run. [`Workqueue`] is a workqueue the
+//! device owns: dropping it waits until every task queued on it has run, which is what
+//! lets the module go away with no task left.
+
+use super::bindings;
+use core::ptr::NonNull;
+use kernel::{
+    new_work,
+    prelude::*,
+    str::CStr,
+    sync::Arc,
+    workqueue::{impl_has_work, Queue, Work, WorkItem},
+};
+
+/// What a [`Task`] does when it runs.
+pub(crate) trait TaskRun: Send + Sync + Sized + 'static {
+    /// Runs in process context, on the workqueue the task was queued on.
+    fn run(task: &Arc<Task<Self>>);
+}
+
+/// Data with a work item that runs [`TaskRun::run`] on it.
+#[pin_data]
+pub(crate) struct Task<T> {
+    #[pin]
+    work: Work<Task<T>>,
+    #[pin]
+    data: T,
+}
+
+impl_has_work! {
+    impl{T} HasWork<Task<T>> for Task<T> { self.work }
+}
+
+impl<T: TaskRun> WorkItem for Task<T> {
+    type Pointer = Arc<Task<T>>;
+
+    fn run(this: Arc<Task<T>>) {
+        T::run(&this);
+    }
+}
+
+impl<T: TaskRun> Task<T> {
+    /// Makes a task around `data`.
+    pub(crate) fn new(data: impl PinInit<T, Error>) -> Result<Arc<Self>> {
+        Arc::pin_init(
+            try_pin_init!(Self {
+                work <- new_work!("rxe_rs::Task::work"),
+                data <- data,
+            }),
+            GFP_KERNEL,
+        )
+    }
+}
+
+impl<T> core::ops::Deref for Task<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        &self.data
+    }
+}
+
+/// A workqueue owned by a device.
+///
+/// # Invariants
+///
+/// `raw` is a workqueue from `alloc_workqueue()`, destroyed when this value is dropped.
+pub(crate) struct Workqueue {
+    raw: NonNull<bindings::workqueue_struct>,
+}
+
+// SAFETY: A workqueue is used from any thread by design.
+unsafe impl Send for Workqueue {}
+// SAFETY: As above.
+unsafe impl Sync for Workqueue {}
+
+impl Workqueue {
+    /// An unbound workqueue named `name` (the name is copied).
+    pub(crate) fn new(name: &CStr) -> Result<Self> {
+        // SAFETY: `name` is NUL-terminated; the function copies it.
+        let raw = unsafe { bindings::rxe_rs_alloc_workqueue(name.as_char_ptr()) };
+        // INVARIANT: A non-null result is a fresh workqueue.
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
+    }
+
+    fn queue(&self) -> &Queue {
+        // SAFETY: By the type invariant the workqueue lives as long as `self`.
+        unsafe { Queue::from_raw(self.raw.as_ptr().cast()) }
+    }
+
+    /// Queues `task` unless it is queued already (then it runs once for both reasons).
+    pub(crate) fn run<T: TaskRun>(&self, task: &Arc<Task<T>>) {
+        // An `Err` gives back the reference of a task that is already queued.
+        let _ = self.queue().enqueue(task.clone());
+    }
+}
+
+impl Drop for Workqueue {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant the workqueue is ours; this waits for every
+        // queued task, including those queued by the tasks themselves.
+        unsafe { bindings::destroy_workqueue(self.raw.as_ptr()) };
+    }
+}
