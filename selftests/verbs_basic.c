@@ -2,31 +2,14 @@
 /*
  * Basic verbs checks of an rxe/rxe_rs device through stock libibverbs.
  *
- *   verbs_basic DEVICE CHECK
- *
- * Exits 0 when the check holds, 1 when it does not, 4 when it cannot be run here
- * (a TAP skip). Each check says on stderr what it saw.
+ *   verbs_basic DEVICE CHECK   (see verbs_common.h)
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <infiniband/verbs.h>
-
-#define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
-
-static struct ibv_context *open_dev(const char *name)
-{
-	struct ibv_device **list = ibv_get_device_list(NULL);
-	struct ibv_context *ctx = NULL;
-
-	for (int i = 0; list && list[i]; i++)
-		if (!strcmp(ibv_get_device_name(list[i]), name))
-			ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	return ctx;
-}
+#include "verbs_common.h"
 
 static int check_open_query(struct ibv_context *ctx)
 {
@@ -106,10 +89,10 @@ static int check_pd_many(struct ibv_context *ctx)
 }
 
 /* Closing the device with PDs still allocated frees them (no leak, no error). */
-static int check_close_with_pd(const char *name)
+static int check_close_with_pd(void)
 {
 	for (int round = 0; round < 16; round++) {
-		struct ibv_context *ctx = open_dev(name);
+		struct ibv_context *ctx = open_dev();
 
 		if (!ctx)
 			FAIL("open: %s", strerror(errno));
@@ -133,19 +116,76 @@ static int check_create_cq(struct ibv_context *ctx)
 	return 0;
 }
 
-/* A verb the driver does not offer fails with an error, never a fake success. */
+/*
+ * What the driver does not offer fails with an error, never a fake success: a send on
+ * an RC QP in RTS (to itself) while there is no data path.
+ */
 static int check_unsupported_fails(struct ibv_context *ctx)
 {
+	static const uint8_t want[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 };
+	static char buf[64];
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED }, *bad;
+	struct ibv_qp *qp;
+	int gid = -1, ret;
 
-	if (cq) {
-		ibv_destroy_cq(cq);
-		fprintf(stderr, "CQs are implemented: nothing to check\n");
-		return 4;
+	for (int i = 0; i < 16 && gid < 0; i++) {
+		struct ibv_gid_entry e;
+
+		if (!ibv_query_gid_ex(ctx, 1, i, &e, 0) && !memcmp(e.gid.raw, want, 16))
+			gid = i;
 	}
-	if (errno != EOPNOTSUPP)
-		FAIL("ibv_create_cq failed with %s, want EOPNOTSUPP", strerror(errno));
-	return 0;
+	if (!pd || !cq || gid < 0)
+		FAIL("setup: %s", strerror(errno));
+	ia.send_cq = ia.recv_cq = cq;
+	if (!(qp = ibv_create_qp(pd, &ia)))
+		FAIL("ibv_create_qp: %s", strerror(errno));
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			  IBV_QP_ACCESS_FLAGS))
+		FAIL("to INIT: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = qp->qp_num;
+	a.ah_attr.is_global = 1;
+	memcpy(a.ah_attr.grh.dgid.raw, want, 16);
+	a.ah_attr.grh.sgid_index = gid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("to RTR: %s", strerror(errno));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 1;
+	a.rnr_retry = 1;
+	a.max_rd_atomic = 1;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("to RTS: %s", strerror(errno));
+	ret = ibv_post_send(qp, &wr, &bad);
+	if (ret == 0) {
+		fprintf(stderr, "sends are implemented: nothing to check\n");
+		ret = 4;
+	} else if (ret != EOPNOTSUPP) {
+		fprintf(stderr, "ibv_post_send failed with %s, want EOPNOTSUPP\n", strerror(ret));
+		ret = 1;
+	} else {
+		ret = 0;
+	}
+	ibv_destroy_qp(qp);
+	ibv_destroy_cq(cq);
+	ibv_dealloc_pd(pd);
+	return ret;
 }
 
 /*
@@ -164,42 +204,19 @@ static int check_hold(struct ibv_context *ctx)
 	return 0;
 }
 
+static const struct check checks[] = {
+	{ "open_query", check_open_query },
+	{ "gid", check_gid },
+	{ "pd", check_pd },
+	{ "pd_many", check_pd_many },
+	{ "close_with_pd", NULL, check_close_with_pd },
+	{ "hold", check_hold },
+	{ "create_cq", check_create_cq },
+	{ "unsupported_fails", check_unsupported_fails },
+	{ NULL }
+};
+
 int main(int argc, char **argv)
 {
-	struct ibv_context *ctx;
-	const char *check;
-	int ret;
-
-	if (argc != 3) {
-		fprintf(stderr, "usage: %s DEVICE CHECK\n", argv[0]);
-		return 2;
-	}
-	check = argv[2];
-	if (!strcmp(check, "close_with_pd"))
-		return check_close_with_pd(argv[1]);
-	ctx = open_dev(argv[1]);
-	if (!ctx) {
-		fprintf(stderr, "cannot open %s: %s\n", argv[1], strerror(errno));
-		return 1;
-	}
-	if (!strcmp(check, "open_query"))
-		ret = check_open_query(ctx);
-	else if (!strcmp(check, "gid"))
-		ret = check_gid(ctx);
-	else if (!strcmp(check, "pd"))
-		ret = check_pd(ctx);
-	else if (!strcmp(check, "pd_many"))
-		ret = check_pd_many(ctx);
-	else if (!strcmp(check, "hold"))
-		ret = check_hold(ctx);
-	else if (!strcmp(check, "create_cq"))
-		ret = check_create_cq(ctx);
-	else if (!strcmp(check, "unsupported_fails"))
-		ret = check_unsupported_fails(ctx);
-	else {
-		fprintf(stderr, "unknown check %s\n", check);
-		ret = 2;
-	}
-	ibv_close_device(ctx);
-	return ret;
+	return run_check(argc, argv, checks);
 }

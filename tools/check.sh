@@ -55,8 +55,10 @@ make_share() {
 	mkdir -p "$share/bin"
 	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$share/"
-	in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/verbs_basic" \
-		/src/selftests/verbs_basic.c -libverbs
+	for prog in verbs_basic verbs_objects; do
+		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
+			"/src/selftests/$prog.c" -libverbs
+	done
 }
 
 stage_start "selftests build"
@@ -168,7 +170,8 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	if [ -z "$reports" ]; then pass "debug: no KASAN/lockdep/WARN/BUG report"; else echo "$reports" | head -n 40; fail "debug: kernel reports"; fi
 	if [ -s "$share/kmemleak.txt" ]; then head -n 60 "$share/kmemleak.txt"; fail "debug: kmemleak reports leaks"; else pass "debug: kmemleak clean"; fi
 else
-	cat "$out/build-debug.log"
+	# The log is missing when the kernel build, not the module build, failed.
+	cat "$out/build-debug.log" 2>/dev/null || true
 	fail "debug: kernel or module build (clang-built kernel)"
 fi
 stage_end
