@@ -23,8 +23,8 @@
 //!
 //! The driver never frees a device: it asks ib_core to unregister it and is told, through
 //! `dealloc_driver`, when its data must go. Every callback in the ops table runs in process
-//! context and may sleep, except the data-path ones (`req_notify_cq`, `poll_cq`), which
-//! may be called in atomic context.
+//! context and may sleep, except the data-path ones (`req_notify_cq`, `poll_cq` and the post
+//! calls), which may be called in atomic context.
 //!
 //! The verbs this layer does not offer yet are still in the ops table, because ib_core
 //! refuses to register a device without them (`ib_device_check_mandatory()`); they fail
@@ -43,6 +43,7 @@ use super::{
     srq::{self, Srq, SrqAttr, SrqModify},
     ucontext::Ucontext,
     udata::Udata,
+    wr::{RecvWr, SendWr, WcOut},
 };
 use core::{marker::PhantomData, mem::size_of, ptr};
 use kernel::{
@@ -442,6 +443,20 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A process rang the send doorbell: new work requests are in the QP's send ring.
     /// May be called in atomic context.
     fn doorbell(qp: &Qp<Self>) -> Result;
+
+    /// The kernel posts one send work request (of a chain: each in turn until one
+    /// fails). May be called in atomic context.
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_>) -> Result;
+
+    /// The kernel posts one receive work request, as [`Driver::post_send`].
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
+
+    /// The kernel posts one receive work request to an SRQ, as [`Driver::post_send`].
+    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result;
+
+    /// A kernel consumer takes completions, as many as `out` has room for. May be called
+    /// in atomic context.
+    fn poll_cq(cq: &Cq<Self>, out: &mut WcOut<'_>);
 
     /// A shared receive queue is created; returns its data and its actual attributes.
     fn create_srq(
@@ -948,12 +963,17 @@ impl<T: Driver> Device<T> {
     ///
     /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
     unsafe extern "C" fn poll_cq(
-        _cq: *mut bindings::ib_cq,
-        _n: c_int,
-        _wc: *mut bindings::ib_wc,
+        cq: *mut bindings::ib_cq,
+        n: c_int,
+        wc: *mut bindings::ib_wc,
     ) -> c_int {
-        // Only kernel QPs fill kernel CQs, and there are none yet (see `super::cq`).
-        0
+        // SAFETY: ib_core calls this on a live CQ of our device.
+        let cq = unsafe { Cq::<T>::from_raw(cq) };
+        // SAFETY: The consumer's array has room for `n` completions.
+        let mut out = unsafe { WcOut::new(wc, usize::try_from(n).unwrap_or(0)) };
+        T::poll_cq(cq, &mut out);
+        // At most `n` were written, so this fits.
+        out.filled() as c_int
     }
 
     /// # Safety
@@ -1030,31 +1050,42 @@ impl<T: Driver> Device<T> {
         wr: *const bindings::ib_send_wr,
         bad: *mut *const bindings::ib_send_wr,
     ) -> c_int {
-        if !wr.is_null() {
-            // Work requests handed over by the kernel (a kernel consumer's, or a process
-            // using the write command instead of its ring) are not taken yet.
-            // SAFETY: `bad` is valid for writes for the call.
-            unsafe { *bad = wr };
-            return eopnotsupp().to_errno();
-        }
         // SAFETY: ib_core calls this on a live QP of our device.
         let qp = unsafe { Qp::<T>::from_raw(qp) };
-        from_result(|| T::doorbell(qp).map(|()| 0))
+        if wr.is_null() {
+            // A process's doorbell: its work requests are in its ring.
+            return from_result(|| T::doorbell(qp).map(|()| 0));
+        }
+        // SAFETY: `wr` heads a chain of valid requests for the call.
+        for w in unsafe { SendWr::chain(wr) } {
+            if let Err(e) = T::post_send(qp, &w) {
+                // SAFETY: `bad` is valid for writes for the call.
+                unsafe { *bad = w.as_ptr() };
+                return e.to_errno();
+            }
+        }
+        0
     }
 
     /// # Safety
     ///
     /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
     unsafe extern "C" fn post_recv(
-        _qp: *mut bindings::ib_qp,
+        qp: *mut bindings::ib_qp,
         wr: *const bindings::ib_recv_wr,
         bad: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
-        // Processes post receives into their ring; kernel receive work requests are not
-        // taken yet.
-        // SAFETY: `bad` is valid for writes for the call.
-        unsafe { *bad = wr };
-        eopnotsupp().to_errno()
+        // SAFETY: ib_core calls this on a live QP of our device.
+        let qp = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: `wr` heads a chain of valid requests for the call.
+        for w in unsafe { RecvWr::chain(wr) } {
+            if let Err(e) = T::post_recv(qp, &w) {
+                // SAFETY: `bad` is valid for writes for the call.
+                unsafe { *bad = w.as_ptr() };
+                return e.to_errno();
+            }
+        }
+        0
     }
 
     /// # Safety
@@ -1121,14 +1152,21 @@ impl<T: Driver> Device<T> {
     ///
     /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
     unsafe extern "C" fn post_srq_recv(
-        _srq: *mut bindings::ib_srq,
+        srq: *mut bindings::ib_srq,
         wr: *const bindings::ib_recv_wr,
         bad: *mut *const bindings::ib_recv_wr,
     ) -> c_int {
-        // Processes post into their ring; kernel work requests are not taken yet.
-        // SAFETY: `bad` is valid for writes for the call.
-        unsafe { *bad = wr };
-        eopnotsupp().to_errno()
+        // SAFETY: ib_core calls this on a live SRQ of our device.
+        let srq = unsafe { Srq::<T>::from_raw(srq) };
+        // SAFETY: `wr` heads a chain of valid requests for the call.
+        for w in unsafe { RecvWr::chain(wr) } {
+            if let Err(e) = T::post_srq_recv(srq, &w) {
+                // SAFETY: `bad` is valid for writes for the call.
+                unsafe { *bad = w.as_ptr() };
+                return e.to_errno();
+            }
+        }
+        0
     }
 
     /// # Safety

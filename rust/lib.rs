@@ -49,3 +49,4 @@ pub(crate) mod srq;
 pub(crate) mod task;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
+pub(crate) mod wr;

@@ -23,6 +23,7 @@ use super::{
     cq::{Cq, UserCall},
     device::{Device, Driver, Mtu},
     srq::Srq,
+    wr::WcQp,
 };
 use core::ptr;
 use kernel::{
@@ -163,6 +164,8 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) srq: Option<&'a Srq<T>>,
     /// `IB_QP_CREATE_*` flags; a driver that knows none refuses any.
     pub(crate) create_flags: u32,
+    /// How the QP's completions name it to a kernel consumer.
+    pub(crate) wc_qp: WcQp,
 }
 
 /// What a created QP reports back: its number and its actual capacities.
@@ -547,6 +550,7 @@ impl<T: Driver> Qp<T> {
             // SAFETY: ib_core set `srq` to null or a live SRQ of our device.
             srq: (!a.srq.is_null()).then(|| unsafe { Srq::<T>::from_raw(a.srq) }),
             create_flags: a.create_flags,
+            wc_qp: WcQp::new(qp),
         };
         // SAFETY: Per the caller.
         let user = unsafe { UserCall::<T>::from_udata(udata) };

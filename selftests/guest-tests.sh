@@ -4,7 +4,8 @@
 #
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
-# Expects the share at /mnt/host with rxe_rs.ko, bin/verbs_basic and bin/verbs_objects. After each test,
+# Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic and
+# bin/verbs_objects. After each test,
 # `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
@@ -113,6 +114,22 @@ t_cq_overflow() { vo cq_overflow; }
 t_hostile_rings() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: destroy of a QP with a garbage send ring hangs"; return 4; fi
 	vo hostile_rings
+}
+# ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
+t_gsi_qp1() {
+	with_dev || return 1
+	rdma res show qp link "$DEV/1" | tee /tmp/qps
+	grep -q 'lqpn 1 type GSI state RTS' /tmp/qps
+}
+# Kernel consumers' verbs (selftests/kverbs): the module runs its checks when loaded and
+# fails to load if one failed; its log lines say which.
+t_kernel_verbs() {
+	with_dev || return 1
+	dmesg -C
+	insmod "$HOST/kverbs_test.ko" dev="$DEV"; rc=$?
+	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
+	[ $rc = 0 ] || return 1
+	rmmod kverbs_test
 }
 # Unreclaimable slab in kB, and the reference counts of the RDMA modules.
 slab_kb() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
@@ -262,6 +279,8 @@ run close_device_with_every_object t_close_with_all
 run every_object_loop_sigkill_no_leak t_stress
 run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
+run gsi_qp1_ready_after_link_add t_gsi_qp1
+run kernel_consumer_verbs t_kernel_verbs
 run port_follows_carrier t_port_follows_carrier
 run bad_missing_netdev t_missing_netdev
 run bad_name_taken t_name_taken

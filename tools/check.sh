@@ -59,6 +59,13 @@ make_share() {
 		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
 			"/src/selftests/$prog.c" -libverbs
 	done
+	# The kernel-consumer checks are a module of their own, built like rxe_rs.
+	local kdir llvm=
+	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor")
+	[ "$flavor" = debug ] && llvm=LLVM=1
+	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src/selftests/kverbs \
+		MO="/src/build/kverbs-$flavor" W=1 $llvm >/dev/null
+	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
 }
 
 stage_start "selftests build"
@@ -173,6 +180,18 @@ else
 	# The log is missing when the kernel build, not the module build, failed.
 	cat "$out/build-debug.log" 2>/dev/null || true
 	fail "debug: kernel or module build (clang-built kernel)"
+fi
+stage_end
+
+# rdma-core's own suite (pyverbs) on both drivers: a report of where rxe_rs stands, not a
+# pass/fail gate while rxe_rs moves no data (then parity becomes the bar).
+stage_start "rdma-core's test suite on rxe and rxe_rs (report)"
+if "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite.log" 2>&1; then
+	grep -E '^(rxe|rxe_rs): |^tests whose outcome differs' "$out/rdma-core-suite.log" |
+		sed "s|$TOP_DIR/||"
+else
+	tail -n 20 "$out/rdma-core-suite.log"
+	echo "the suite could not be run (see above); this stage reports only"
 fi
 stage_end
 

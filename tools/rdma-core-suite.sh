@@ -29,12 +29,21 @@ GUEST
 	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1200 "$share/suite.sh" \
 		> "$out/$drv.console" 2>&1 || echo "guest run on $drv failed: see $out/$drv.console"
 	# unittest -v: "test_x (module.Class.test_x)", then (perhaps after a docstring line)
-	# "... ok|skipped '...'|FAIL|ERROR|expected failure".
+	# " ... " and the outcome: ok, skipped '...', FAIL, ERROR or expected failure. When
+	# the test printed something first, the outcome starts a later line of its own.
 	tr -d '\r' < "$share/suite-$drv.log" | awk '
-		match($0, /^test[^ ]* \(([^)]*)\)/) { id = substr($0, RSTART, RLENGTH); sub(/^[^(]*\(/, "", id); sub(/\)$/, "", id) }
-		id != "" && match($0, / \.\.\. (ok|skipped|FAIL|ERROR|expected failure)/) {
-			r = substr($0, RSTART + 5, RLENGTH - 5); sub(/ .*/, "", r); print id, r; id = ""
-		}' | sort > "$out/$drv.results"
+		function record(line) {
+			if (match(line, /^(ok|skipped|FAIL|ERROR|expected failure)( |$)/)) {
+				r = substr(line, RSTART, RLENGTH); sub(/ $/, "", r); sub(/ .*/, "", r)
+				print id, r; id = ""
+			}
+		}
+		match($0, /^test[^ ]* \(([^)]*)\)/) {
+			id = substr($0, RSTART, RLENGTH); sub(/^[^(]*\(/, "", id); sub(/\)$/, "", id)
+			if (match($0, / \.\.\. /)) record(substr($0, RSTART + 5))
+			next
+		}
+		id != "" { if (match($0, / \.\.\. /)) record(substr($0, RSTART + 5)); else record($0) }' | sort > "$out/$drv.results"
 	cp "$share/suite-$drv.log" "$out/$drv.log"
 	printf '%s: %s tests, %s ok, %s skipped, %s failed, %s errors\n' "$drv" \
 		"$(wc -l < "$out/$drv.results")" "$(grep -c ' ok$' "$out/$drv.results" || true)" \

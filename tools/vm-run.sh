@@ -61,7 +61,7 @@ boot
 # Should a guest still die before its init ran, that boot says nothing about the code
 # under test: boot once more. A guest that got as far as running its payload is never
 # retried.
-if [ ! -s "$share/exit-status" ] && ! grep -q '^guest: up' "$share/console.log"; then
+if [ ! -s "$share/exit-status" ] && ! grep -q 'guest: up' "$share/console.log"; then
 	echo "vm-run: the guest died before its init ran; booting once more" >&2
 	mv "$share/console.log" "$share/console-first-boot.log"
 	boot

@@ -8,8 +8,9 @@
 //! publication) and only reads the consumer index, masked, to know how much room is left.
 //! Slots hold a `struct ib_uverbs_wc` (48 bytes) in 64-byte slots.
 //!
-//! Kernel consumers' CQs hold completions of kernel QPs; until those exist such a CQ only
-//! counts its room and is always empty.
+//! A kernel consumer's CQ is a queue of completions in kernel memory that `poll_cq`
+//! drains; its completions name their QP the way ib_core's consumers expect (the
+//! `ib_qp`), and carry the kernel's values of the completion flags.
 //!
 //! Producers (QPs) hold a [`CqHandle`]. A completion is written into the ring at once;
 //! the consumer is told (its completion handler, or `IB_EVENT_CQ_ERR` when a completion
@@ -26,6 +27,7 @@ use crate::ib::{
     mmap::UserMap,
     queue::{Geometry, Ring},
     task::{Task, TaskRun, Workqueue},
+    wr::{Wc, WcOut, WcQp},
 };
 use crate::{
     device::RxeRs,
@@ -61,7 +63,18 @@ pub(crate) struct Completion {
     /// `IBV_WC_*` flags: userspace's values, which differ from the kernel's.
     pub(crate) wc_flags: u32,
     pub(crate) port_num: u8,
+    /// The QP as a kernel consumer knows it (unused for a process's CQ).
+    pub(crate) wc_qp: WcQp,
 }
+
+/// `IBV_WC_*` flags and the kernel's `IB_WC_*` flags for the same facts: the two differ
+/// from the third bit on.
+const WC_FLAGS: [(u32, u32); 4] = [
+    (1 << 0, 1 << 0), // GRH
+    (1 << 1, 1 << 1), // WITH_IMM
+    (1 << 2, 1 << 3), // IP_CSUM_OK
+    (1 << 3, 1 << 2), // WITH_INV
+];
 
 impl Completion {
     /// The completion as a `struct ib_uverbs_wc`, which librxe copies out whole.
@@ -79,6 +92,25 @@ impl Completion {
         // pkey_index (40..42), slid (42..44), sl (44) and dlid_path_bits (45) stay 0.
         b[46] = self.port_num;
         b
+    }
+
+    /// The completion as a kernel consumer gets it.
+    fn to_kernel(self) -> Wc {
+        Wc {
+            wr_id: self.wr_id,
+            status: self.status,
+            opcode: self.opcode,
+            byte_len: self.byte_len,
+            qp: self.wc_qp,
+            ex: self.ex,
+            src_qp: self.src_qp,
+            wc_flags: WC_FLAGS
+                .iter()
+                .filter(|(user, _)| self.wc_flags & user != 0)
+                .fold(0, |acc, (_, kernel)| acc | kernel),
+            pkey_index: 0,
+            port_num: self.port_num.into(),
+        }
     }
 }
 
@@ -137,8 +169,7 @@ impl CqHandle {
         let mut inner = self.0.inner.lock();
         let stored = match &mut inner.queue {
             CqQueue::User(q) => q.push(c),
-            // Only kernel QPs fill kernel CQs, and none exist yet.
-            CqQueue::Kernel => false,
+            CqQueue::Kernel(q) => q.push(c),
         };
         let wake = if stored {
             // An armed CQ fires on its next completion, or for a solicited-only request
@@ -168,8 +199,49 @@ impl CqHandle {
 enum CqQueue {
     /// Shared with a process.
     User(UserQueue),
-    /// A kernel consumer's: no kernel QP fills it yet, so it holds nothing.
-    Kernel,
+    /// A kernel consumer's.
+    Kernel(KernelQueue),
+}
+
+/// A kernel consumer's completions, oldest first, in a fixed-size circular buffer.
+struct KernelQueue {
+    slots: KVVec<Completion>,
+    /// The oldest completion's slot.
+    head: usize,
+    count: usize,
+}
+
+impl KernelQueue {
+    /// Room for `cqe` completions, allocated now so that posting never allocates.
+    fn new(cqe: u32) -> Result<Self> {
+        let mut slots = KVVec::with_capacity(cqe as usize, GFP_KERNEL)?;
+        slots.extend_with(cqe as usize, Completion::default(), GFP_KERNEL)?;
+        Ok(Self {
+            slots,
+            head: 0,
+            count: 0,
+        })
+    }
+
+    fn push(&mut self, c: &Completion) -> bool {
+        let len = self.slots.len();
+        if self.count == len {
+            return false;
+        }
+        self.slots[(self.head + self.count) % len] = *c;
+        self.count += 1;
+        true
+    }
+
+    fn pop(&mut self) -> Option<Completion> {
+        if self.count == 0 {
+            return None;
+        }
+        let c = self.slots[self.head];
+        self.head = (self.head + 1) % self.slots.len();
+        self.count -= 1;
+        Some(c)
+    }
 }
 
 struct UserQueue {
@@ -225,7 +297,8 @@ impl CqInner {
     fn count(&self) -> u32 {
         match &self.queue {
             CqQueue::User(q) => q.count(),
-            CqQueue::Kernel => 0,
+            // At most the CQ's size, which is a `u32`.
+            CqQueue::Kernel(q) => q.count as u32,
         }
     }
 }
@@ -261,7 +334,7 @@ impl RxeCq {
                 user.udata.respond(&q.mminfo())?;
                 (CqQueue::User(q), cqe)
             }
-            None => (CqQueue::Kernel, attr.cqe),
+            None => (CqQueue::Kernel(KernelQueue::new(attr.cqe)?), attr.cqe),
         };
         let shared = Task::new(try_pin_init!(CqShared {
             inner <- new_spinlock!(CqInner {
@@ -287,14 +360,8 @@ impl RxeCq {
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<u32> {
         check_cqe(cqe)?;
-        let Some(user) = user else {
-            // A kernel CQ: only its advertised room changes.
-            let inner = cq.shared.0.inner.lock();
-            if cqe < inner.count() {
-                return Err(EINVAL);
-            }
-            return Ok(cqe);
-        };
+        // ib_core offers resizing to processes only (`resize_user_cq`).
+        let user = user.ok_or(EINVAL)?;
         // Allocate (which sleeps) and answer before taking the lock; if the swap then
         // fails the process gets an error and ignores the answer, and the new offer is
         // withdrawn when `new` is dropped.
@@ -320,6 +387,19 @@ impl RxeCq {
     /// The producers' reference.
     pub(crate) fn handle(&self) -> &CqHandle {
         &self.shared
+    }
+
+    /// A kernel consumer takes completions, oldest first.
+    pub(crate) fn poll(&self, out: &mut WcOut<'_>) {
+        let mut inner = self.shared.0.inner.lock();
+        let CqQueue::Kernel(q) = &mut inner.queue else {
+            // A process polls its ring itself.
+            return;
+        };
+        while out.has_room() {
+            let Some(c) = q.pop() else { break };
+            out.push(&c.to_kernel());
+        }
     }
 
     pub(crate) fn req_notify(&self, how: Notify, report_missed: bool) -> bool {

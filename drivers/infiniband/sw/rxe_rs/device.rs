@@ -23,6 +23,7 @@ use crate::ib::{
     task::Workqueue,
     ucontext::Ucontext,
     udata::Udata,
+    wr::{RecvWr, SendWr, WcOut},
 };
 use crate::param::{self, Quota};
 use crate::{
@@ -281,6 +282,22 @@ impl Driver for RxeRs {
 
     fn doorbell(qp: &Qp<Self>) -> Result {
         RxeQp::doorbell(qp)
+    }
+
+    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_>) -> Result {
+        RxeQp::post_send(qp, wr)
+    }
+
+    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
+        RxeQp::post_recv(qp, wr)
+    }
+
+    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
+        srq.post_recv(wr)
+    }
+
+    fn poll_cq(cq: &Cq<Self>, out: &mut WcOut<'_>) {
+        cq.poll(out);
     }
 
     fn create_srq(

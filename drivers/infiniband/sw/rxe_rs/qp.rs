@@ -18,7 +18,7 @@
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
-use crate::cq::CqHandle;
+use crate::cq::{Completion, CqHandle, WC_WR_FLUSH_ERR};
 use crate::device::RxeRs;
 use crate::ib::{
     cq::UserCall,
@@ -28,6 +28,7 @@ use crate::ib::{
         QpEvents, QpInit, QpState, QpType,
     },
     task::{Task, TaskRun, Workqueue},
+    wr::{RecvWr, SendWr, WcQp},
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
@@ -44,6 +45,8 @@ const SEND_WQE_HDR: usize = 208;
 
 /// The lowest QP number handed out; below are the special QPs.
 const FIRST_QPN: u32 = 16;
+/// The general services QP's number.
+const GSI_QPN: u32 = 1;
 /// One above the highest QP number handed out (as rxe: QPNs are 20 bits).
 const QPN_LIMIT: u32 = 1 << 20;
 
@@ -108,6 +111,8 @@ struct QpInner {
 #[pin_data]
 pub(crate) struct QpShared {
     qp_num: Number,
+    /// How completions name the QP to a kernel consumer.
+    wc_qp: WcQp,
     #[pin]
     inner: SpinLock<QpInner>,
     send_cq: CqHandle,
@@ -194,13 +199,12 @@ impl RxeQp {
         if init.create_flags != 0 {
             return Err(eopnotsupp());
         }
-        // Kernel consumers' QPs (QP1 among them) need the kernel work request path,
-        // which does not exist yet.
-        let user = user.ok_or_else(eopnotsupp)?;
-        if init.qp_type == QpType::Gsi {
-            return Err(EINVAL);
+        match user {
+            // QP1 is ib_mad's, never a process's.
+            Some(_) if init.qp_type == QpType::Gsi => return Err(EINVAL),
+            Some(user) => user.udata.require_empty_input()?,
+            None => {}
         }
-        user.udata.require_empty_input()?;
         check_cap(&init.cap, init.srq.is_some())?;
         let charge = Quota::charge(&dev.qps)?;
 
@@ -237,6 +241,7 @@ impl RxeQp {
         let (send_cq, recv_cq) = (init.send_cq.handle().clone(), init.recv_cq.handle().clone());
         let srq = init.srq.map(|s| s.handle().clone());
         let shared = Task::new(try_pin_init!(QpShared {
+                wc_qp: init.wc_qp,
             qp_num: Number::new(),
             inner <- new_spinlock!(QpInner {
                 state: QpState::Reset,
@@ -254,7 +259,14 @@ impl RxeQp {
             srq,
             events: events.clone(),
         }))?;
-        let qp_num = dev.qp_table.insert(&shared)?;
+        // The GSI QP is QP1 (one port, so one of them); the others are numbered from
+        // the table's range.
+        let qp_num = if init.qp_type == QpType::Gsi {
+            dev.qp_table.insert_at(GSI_QPN, &shared)?;
+            GSI_QPN
+        } else {
+            dev.qp_table.insert(&shared)?
+        };
         let qp = Self {
             shared,
             qp_type: init.qp_type,
@@ -264,7 +276,7 @@ impl RxeQp {
             rq_max_sge: cap.max_recv_sge,
             _charge: charge,
         };
-        if let Err(e) = user.udata.respond(&resp) {
+        if let Some(Err(e)) = user.map(|u| u.udata.respond(&resp)) {
             dev.qp_table.remove(qp_num);
             return Err(e);
         }
@@ -418,10 +430,67 @@ impl RxeQp {
 
     /// Flushes both queues of a QP in the error state.
     fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
-        inner.sq.flush(&shared.send_cq, wq, shared.qp_num.get());
+        inner
+            .sq
+            .flush(&shared.send_cq, wq, shared.qp_num.get(), shared.wc_qp);
         if let Some(rq) = &mut inner.rq {
-            rq.flush(&shared.recv_cq, wq, shared.qp_num.get());
+            rq.flush(&shared.recv_cq, wq, shared.qp_num.get(), shared.wc_qp);
         }
+    }
+
+    /// A kernel consumer's send work request.
+    ///
+    /// In the error state it completes at once with a flush error (that is how
+    /// `ib_drain_sq()` learns the queue is empty); before RTS it is refused, as by rxe.
+    /// The requester does not exist yet: in RTS and SQD the request is refused with
+    /// `EOPNOTSUPP` rather than queued to be never sent.
+    pub(crate) fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
+        let inner = qp.shared.inner.lock();
+        if inner.sq.is_user() {
+            // A process's work goes through its ring and the doorbell.
+            return Err(EINVAL);
+        }
+        match inner.state {
+            QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
+            QpState::Err => {
+                let c = Completion {
+                    wr_id: wr.wr_id(),
+                    status: WC_WR_FLUSH_ERR,
+                    qp_num: qp.shared.qp_num.get(),
+                    wc_qp: qp.shared.wc_qp,
+                    ..Default::default()
+                };
+                // Posted under the QP's lock, so it follows what the entry into ERR
+                // flushed.
+                qp.shared.send_cq.post(&qp.device().wq, &c, false);
+                Ok(())
+            }
+            QpState::Rts | QpState::Sqd | QpState::Sqe => Err(eopnotsupp()),
+        }
+    }
+
+    /// A kernel consumer's receive work request: queued in the receive ring (refused in
+    /// RESET, as by rxe), and flushed at once in the error state.
+    pub(crate) fn post_recv(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
+        let mut inner = qp.shared.inner.lock();
+        let state = inner.state;
+        let Some(rq) = &mut inner.rq else {
+            // Receives come from the SRQ.
+            return Err(EINVAL);
+        };
+        if rq.is_user() || state == QpState::Reset {
+            return Err(EINVAL);
+        }
+        rq.post_recv(wr, qp.rq_max_sge)?;
+        if state == QpState::Err {
+            rq.flush(
+                &qp.shared.recv_cq,
+                &qp.device().wq,
+                qp.shared.qp_num.get(),
+                qp.shared.wc_qp,
+            );
+        }
+        Ok(())
     }
 
     pub(crate) fn query(&self) -> QpAttrs {

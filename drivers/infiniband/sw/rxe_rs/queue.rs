@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Hardware queues as the device uses them: rings of work requests that librxe produces
-//! into and the device consumes (send, receive and shared receive queues), and what all
-//! rings share (their offer to the process, copying between rings on a resize).
+//! Hardware queues as the device uses them: rings of work requests that librxe (or, for a
+//! kernel consumer's queues, the post calls) produce into and the device consumes (send,
+//! receive and shared receive queues), and what all rings share (their offer to the
+//! process, copying between rings on a resize).
+//!
+//! A kernel consumer's ring has the same layout as a process's and is never mapped: the
+//! device consumes both kinds the same way.
 //!
 //! The device owns the consumer index of a work ring: its private copy is the truth and
 //! the shared one only a publication. The producer index is read masked and each slot
@@ -16,7 +20,10 @@ use crate::ib::{
     mmap::UserMap,
     queue::{Geometry, Ring},
     task::Workqueue,
+    wr::{RecvWr, WcQp},
 };
+use crate::param;
+use crate::srq::{RECV_WQE_HDR, SGE_LEN};
 use kernel::prelude::*;
 
 /// librxe's `struct mminfo` for a ring offered to it: where to map it and how much.
@@ -38,16 +45,24 @@ pub(crate) fn copy_slots(from: &Ring, start: u32, to: &Ring, count: u32) {
 /// A ring librxe produces work requests into: a send, receive or shared receive queue.
 pub(crate) struct WqeRing {
     ring: Ring,
-    /// The offer of the ring to the process.
-    map: UserMap,
+    /// The offer of the ring to the process; `None` for a kernel consumer's ring.
+    map: Option<UserMap>,
     /// The device's consumer index (masked), the truth the shared copy publishes.
     consumer: u32,
 }
 
 impl WqeRing {
-    pub(crate) fn new(entries: u32, slot: usize, user: &UserCall<'_, RxeRs>) -> Result<Self> {
+    /// A ring for the caller's process, or for a kernel consumer when `user` is `None`.
+    pub(crate) fn new(
+        entries: u32,
+        slot: usize,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<Self> {
         let ring = Ring::new(Geometry::new(entries, slot)?)?;
-        let map = UserMap::new(user.ctx, ring.mem())?;
+        let map = match user {
+            Some(user) => Some(UserMap::new(user.ctx, ring.mem())?),
+            None => None,
+        };
         Ok(Self {
             ring,
             map,
@@ -55,13 +70,19 @@ impl WqeRing {
         })
     }
 
+    /// Whether the ring is a process's (mapped, produced into by librxe).
+    pub(crate) fn is_user(&self) -> bool {
+        self.map.is_some()
+    }
+
     pub(crate) fn capacity(&self) -> u32 {
         self.ring.geometry().capacity()
     }
 
-    /// librxe's `struct mminfo` for the ring.
+    /// librxe's `struct mminfo` for the ring (zero for a kernel consumer's ring, which
+    /// is never offered).
     pub(crate) fn mminfo(&self) -> [u8; 16] {
-        mminfo(&self.map)
+        self.map.as_ref().map_or([0; 16], mminfo)
     }
 
     /// Work requests posted and not yet consumed.
@@ -80,7 +101,7 @@ impl WqeRing {
     /// Completes every posted work request with a flush error, in order.
     ///
     /// The `wr_id` (the first 8 bytes of both WQE formats) is all that is read of each.
-    pub(crate) fn flush(&mut self, cq: &CqHandle, wq: &Workqueue, qp_num: u32) {
+    pub(crate) fn flush(&mut self, cq: &CqHandle, wq: &Workqueue, qp_num: u32, wc_qp: WcQp) {
         let producer = self.ring.producer();
         let mut lost = false;
         while self.consumer != producer {
@@ -90,6 +111,7 @@ impl WqeRing {
                 wr_id: u64::from_ne_bytes(id),
                 status: WC_WR_FLUSH_ERR,
                 qp_num,
+                wc_qp,
                 ..Default::default()
             };
             // Once the CQ overflowed, the rest is consumed without completions.
@@ -99,6 +121,40 @@ impl WqeRing {
             self.consumer = self.consumer.wrapping_add(1) & self.ring.geometry().mask();
         }
         self.ring.set_consumer(self.consumer);
+    }
+
+    /// Adds a kernel consumer's receive request in rxe's `struct rxe_recv_wqe` layout.
+    ///
+    /// Fails with `EINVAL` for more SGEs than `max_sge` or a total length beyond 32 bits,
+    /// and with `ENOMEM` when the ring is full (as rxe).
+    pub(crate) fn post_recv(&mut self, wr: &RecvWr<'_>, max_sge: u32) -> Result {
+        let n = wr.num_sge();
+        if n > max_sge as usize || n > param::MAX_SGE as usize {
+            return Err(EINVAL);
+        }
+        let producer = self.ring.producer();
+        if self.count() == self.ring.geometry().capacity() {
+            return Err(ENOMEM);
+        }
+        let mut wqe = [0u8; RECV_WQE_HDR + param::MAX_SGE as usize * SGE_LEN as usize];
+        let mut length = 0u32;
+        for i in 0..n {
+            let sge = wr.sge(i);
+            length = length.checked_add(sge.length).ok_or(EINVAL)?;
+            let at = RECV_WQE_HDR + i * SGE_LEN as usize;
+            wqe[at..at + 8].copy_from_slice(&sge.addr.to_ne_bytes());
+            wqe[at + 8..at + 12].copy_from_slice(&sge.length.to_ne_bytes());
+            wqe[at + 12..at + 16].copy_from_slice(&sge.lkey.to_ne_bytes());
+        }
+        wqe[0..8].copy_from_slice(&wr.wr_id().to_ne_bytes());
+        // The DMA state: total length, what remains of it, then the SGE count.
+        wqe[16..20].copy_from_slice(&length.to_ne_bytes());
+        wqe[20..24].copy_from_slice(&length.to_ne_bytes());
+        wqe[28..32].copy_from_slice(&(n as u32).to_ne_bytes());
+        self.ring
+            .write_slot(producer, &wqe[..RECV_WQE_HDR + n * SGE_LEN as usize]);
+        self.ring.set_producer(producer.wrapping_add(1));
+        Ok(())
     }
 
     /// Back to empty, as librxe does with its side on a move to RESET.

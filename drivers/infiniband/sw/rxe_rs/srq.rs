@@ -2,10 +2,11 @@
 
 //! Shared receive queues.
 //!
-//! A process's SRQ is one receive ring (rxe's `struct rxe_recv_wqe` slots) that librxe
-//! produces into and that any QP attached to it consumes from. Its limit, once armed,
-//! raises `IB_EVENT_SRQ_LIMIT_REACHED` when the ring drains below it; nothing consumes
-//! from an SRQ before the data path exists, so the limit is only kept for now.
+//! An SRQ is one receive ring (rxe's `struct rxe_recv_wqe` slots) that librxe, or for a
+//! kernel consumer `post_srq_recv`, produces into and that any QP attached to it
+//! consumes from. Its limit, once armed, raises `IB_EVENT_SRQ_LIMIT_REACHED` when the
+//! ring drains below it; nothing consumes from an SRQ before the data path exists, so
+//! the limit is only kept for now.
 //!
 //! Resizing follows rxe's user ABI, quirk included: the new ring's `struct mminfo` is
 //! written to a user address that the command carries (`struct rxe_modify_srq_cmd`),
@@ -15,8 +16,8 @@
 use crate::device::RxeRs;
 use crate::ib::{
     cq::UserCall,
-    device::eopnotsupp,
     srq::{Srq, SrqAttr, SrqModify},
+    wr::RecvWr,
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
@@ -94,8 +95,6 @@ impl RxeSrq {
         attr: &SrqAttr,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<(Self, SrqAttr)> {
-        // Kernel consumers post receives through the kernel, which is not offered yet.
-        let user = user.ok_or_else(eopnotsupp)?;
         check_max_wr(attr.max_wr)?;
         if attr.max_sge > param::MAX_SRQ_SGE {
             return Err(EINVAL);
@@ -104,11 +103,13 @@ impl RxeSrq {
         let charge = Quota::charge(srqs)?;
         let ring = WqeRing::new(attr.max_wr, slot_len(max_sge), user)?;
         let srq_num = numbers.next();
-        // `struct rxe_create_srq_resp`: the ring, the SRQ number, a reserved word.
-        let mut resp = [0u8; 24];
-        resp[..16].copy_from_slice(&ring.mminfo());
-        resp[16..20].copy_from_slice(&srq_num.to_ne_bytes());
-        user.udata.respond(&resp)?;
+        if let Some(user) = user {
+            // `struct rxe_create_srq_resp`: the ring, the SRQ number, a reserved word.
+            let mut resp = [0u8; 24];
+            resp[..16].copy_from_slice(&ring.mminfo());
+            resp[16..20].copy_from_slice(&srq_num.to_ne_bytes());
+            user.udata.respond(&resp)?;
+        }
         let out = SrqAttr {
             max_wr: ring.capacity(),
             max_sge,
@@ -157,19 +158,22 @@ impl RxeSrq {
             if limit != 0 && max_wr < limit {
                 return Err(EINVAL);
             }
-            let user = user.ok_or(EINVAL)?;
-            // `struct rxe_modify_srq_cmd`: where to write the new ring's `struct mminfo`.
-            let mut cmd = [0u8; 8];
-            user.udata.copy_in(&mut cmd, 8)?;
-            let addr = usize::try_from(u64::from_ne_bytes(cmd)).map_err(|_| EFAULT)?;
             let mut new = WqeRing::new(max_wr, slot_len(srq.max_sge), user)?;
-            let info = new.mminfo();
-            UserSlice::new(UserPtr::from_addr(addr), info.len())
-                .writer()
-                .write_slice(&info)?;
+            if let Some(user) = user {
+                // `struct rxe_modify_srq_cmd`: where to write the new ring's
+                // `struct mminfo`.
+                let mut cmd = [0u8; 8];
+                user.udata.copy_in(&mut cmd, 8)?;
+                let addr = usize::try_from(u64::from_ne_bytes(cmd)).map_err(|_| EFAULT)?;
+                let info = new.mminfo();
+                UserSlice::new(UserPtr::from_addr(addr), info.len())
+                    .writer()
+                    .write_slice(&info)?;
+            }
             let mut inner = srq.shared.0.inner.lock();
             let count = inner.ring.count();
-            if count > new.capacity() {
+            // A process's SRQ stays a process's, a kernel consumer's a kernel one's.
+            if count > new.capacity() || inner.ring.is_user() != new.is_user() {
                 return Err(EINVAL);
             }
             new.take_from(&inner.ring, count);
@@ -181,6 +185,16 @@ impl RxeSrq {
             srq.shared.0.inner.lock().limit = l;
         }
         Ok(())
+    }
+
+    /// A kernel consumer's receive work request (refused for a process's SRQ, whose
+    /// requests go through its ring).
+    pub(crate) fn post_recv(&self, wr: &RecvWr<'_>) -> Result {
+        let mut inner = self.shared.0.inner.lock();
+        if inner.ring.is_user() {
+            return Err(EINVAL);
+        }
+        inner.ring.post_recv(wr, self.max_sge)
     }
 
     pub(crate) fn query(&self) -> SrqAttr {

@@ -89,6 +89,21 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         Ok(free)
     }
 
+    /// Publishes `obj` under the fixed number `n`, outside the cyclic range (a special
+    /// QP's); fails with `EBUSY` when `n` is taken.
+    pub(crate) fn insert_at(&self, n: u32, obj: &Arc<T>) -> Result {
+        let _next = self.next.lock();
+        if self.xa.lock().get(n as usize).is_some() {
+            return Err(EBUSY);
+        }
+        obj.number().0.store(n, Relaxed);
+        self.xa
+            .lock()
+            .store(n as usize, obj.clone(), GFP_ATOMIC)
+            .map_err(|e| e.error)?;
+        Ok(())
+    }
+
     /// Forgets the object numbered `n`.
     pub(crate) fn remove(&self, n: u32) {
         drop(self.xa.lock().remove(n as usize));

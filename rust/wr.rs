@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Work requests and completions of kernel consumers (`struct ib_send_wr`,
+//! `struct ib_recv_wr`, `struct ib_wc`).
+//!
+//! C header: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h)
+//!
+//! Processes hand work to the device through their rings; kernel consumers call
+//! `post_send`, `post_recv` and `post_srq_recv` with chains of work requests and take
+//! completions with `poll_cq`. This layer walks a chain one request at a time, gives the
+//! driver a view of each ([`SendWr`], [`RecvWr`]), and stops at the first one the driver
+//! refuses, which it reports back as the bad one. Completions are written into the
+//! consumer's array through [`WcOut`].
+
+use super::bindings;
+use core::marker::PhantomData;
+
+/// One scatter/gather element of a work request.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
+/// Walks a chain of work requests linked by `next`.
+///
+/// # Safety
+///
+/// `first` must be null or the head of a chain of valid requests that outlives `'a`.
+unsafe fn walk<'a, W: 'a>(first: *const W, next: fn(&W) -> *mut W) -> impl Iterator<Item = &'a W> {
+    let mut cur = first;
+    core::iter::from_fn(move || {
+        // SAFETY: Per the caller, `cur` is null or a valid request living for `'a`.
+        let w = unsafe { cur.as_ref() }?;
+        cur = next(w);
+        Some(w)
+    })
+}
+
+/// A kernel consumer's receive work request, for the duration of the post call.
+pub(crate) struct RecvWr<'a> {
+    raw: &'a bindings::ib_recv_wr,
+}
+
+impl<'a> RecvWr<'a> {
+    /// The chain starting at `wr`.
+    ///
+    /// # Safety
+    ///
+    /// `wr` must be null or the head of a chain of valid work requests (with valid SGE
+    /// lists) that outlives `'a`, as ib_core's post calls guarantee.
+    pub(super) unsafe fn chain(wr: *const bindings::ib_recv_wr) -> impl Iterator<Item = Self> {
+        // SAFETY: Per the caller.
+        unsafe { walk(wr, |w| w.next) }.map(|raw| Self { raw })
+    }
+
+    /// The request as ib_core knows it, to report it as the bad one.
+    pub(super) fn as_ptr(&self) -> *const bindings::ib_recv_wr {
+        self.raw
+    }
+
+    /// The consumer's identifier (or its `ib_cqe` pointer), returned in the completion.
+    pub(crate) fn wr_id(&self) -> u64 {
+        // SAFETY: Both union members are plain 64-bit values; reading the bits is fine.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+
+    /// The number of SGEs (a negative count reads as `usize::MAX`, which any limit
+    /// refuses).
+    pub(crate) fn num_sge(&self) -> usize {
+        usize::try_from(self.raw.num_sge).unwrap_or(usize::MAX)
+    }
+
+    /// SGE `i`, `i` below [`Self::num_sge`].
+    pub(crate) fn sge(&self, i: usize) -> Sge {
+        assert!(i < self.num_sge());
+        // SAFETY: Per `chain`'s caller the list holds `num_sge` elements, and `i` is
+        // below that.
+        let s = unsafe { &*self.raw.sg_list.add(i) };
+        Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+}
+
+/// A kernel consumer's send work request, for the duration of the post call.
+pub(crate) struct SendWr<'a> {
+    raw: &'a bindings::ib_send_wr,
+}
+
+impl<'a> SendWr<'a> {
+    /// The chain starting at `wr`.
+    ///
+    /// # Safety
+    ///
+    /// As [`RecvWr::chain`].
+    pub(super) unsafe fn chain(wr: *const bindings::ib_send_wr) -> impl Iterator<Item = Self> {
+        // SAFETY: Per the caller.
+        unsafe { walk(wr, |w| w.next) }.map(|raw| Self { raw })
+    }
+
+    /// The request as ib_core knows it, to report it as the bad one.
+    pub(super) fn as_ptr(&self) -> *const bindings::ib_send_wr {
+        self.raw
+    }
+
+    /// The consumer's identifier (or its `ib_cqe` pointer), returned in the completion.
+    pub(crate) fn wr_id(&self) -> u64 {
+        // SAFETY: Both union members are plain 64-bit values; reading the bits is fine.
+        unsafe { self.raw.__bindgen_anon_1.wr_id }
+    }
+}
+
+/// The QP a kernel completion names (`ib_wc.qp`): an address the consumer compares or
+/// follows, never followed here.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct WcQp(usize);
+
+impl WcQp {
+    pub(super) fn new(qp: *mut bindings::ib_qp) -> Self {
+        Self(qp as usize)
+    }
+}
+
+/// A completion for a kernel consumer.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Wc {
+    pub(crate) wr_id: u64,
+    /// `enum ib_wc_status`.
+    pub(crate) status: u32,
+    /// `enum ib_wc_opcode`.
+    pub(crate) opcode: u32,
+    pub(crate) byte_len: u32,
+    pub(crate) qp: WcQp,
+    /// Immediate data (network order) or the invalidated rkey.
+    pub(crate) ex: u32,
+    pub(crate) src_qp: u32,
+    /// `IB_WC_*` flags, the kernel's values.
+    pub(crate) wc_flags: u32,
+    pub(crate) pkey_index: u16,
+    pub(crate) port_num: u32,
+}
+
+/// The consumer's array of completions that `poll_cq` fills.
+pub(crate) struct WcOut<'a> {
+    next: *mut bindings::ib_wc,
+    room: usize,
+    filled: usize,
+    _p: PhantomData<&'a mut bindings::ib_wc>,
+}
+
+impl WcOut<'_> {
+    /// An array of `n` completions at `wc`.
+    ///
+    /// # Safety
+    ///
+    /// `wc` must be valid for writes of `n` elements for the lifetime of the value.
+    pub(super) unsafe fn new(wc: *mut bindings::ib_wc, n: usize) -> Self {
+        Self {
+            next: wc,
+            room: n,
+            filled: 0,
+            _p: PhantomData,
+        }
+    }
+
+    /// Room for more.
+    pub(crate) fn has_room(&self) -> bool {
+        self.room > 0
+    }
+
+    /// Completions written.
+    pub(super) fn filled(&self) -> usize {
+        self.filled
+    }
+
+    /// Writes `c` into the next element; `false` (and nothing written) when full.
+    pub(crate) fn push(&mut self, c: &Wc) -> bool {
+        if self.room == 0 {
+            return false;
+        }
+        let mut w: bindings::ib_wc = pin_init::zeroed();
+        w.__bindgen_anon_1.wr_id = c.wr_id;
+        w.status = c.status;
+        w.opcode = c.opcode;
+        w.byte_len = c.byte_len;
+        w.qp = c.qp.0 as *mut bindings::ib_qp;
+        w.ex.invalidate_rkey = c.ex;
+        w.src_qp = c.src_qp;
+        w.wc_flags = c.wc_flags as i32;
+        w.pkey_index = c.pkey_index;
+        w.port_num = c.port_num;
+        // SAFETY: `next` has room for one more element per `new`'s caller.
+        unsafe {
+            self.next.write(w);
+            self.next = self.next.add(1);
+        }
+        self.room -= 1;
+        self.filled += 1;
+        true
+    }
+}
