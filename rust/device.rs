@@ -35,7 +35,7 @@ use super::{
     bindings,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     mmap,
-    mr::{Mr, MrCreated},
+    mr::{Mr, MrCreated, PageList},
     mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
     pd::Pd,
@@ -496,6 +496,12 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey).
     fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<Self::Mr>>;
 
+    /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
+    fn alloc_mr(dev: &Device<Self>, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
+
+    /// The page list `map_mr_sg` fills, for an MR made by [`Driver::alloc_mr`].
+    fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList>;
+
     /// A memory window of type 1 or 2 (`type2`) is allocated; returns it and its rkey.
     fn alloc_mw(
         dev: &Device<Self>,
@@ -697,6 +703,8 @@ impl<T: Driver> Device<T> {
             get_dma_mr: Some(Self::get_dma_mr),
             reg_user_mr: Some(Self::reg_user_mr),
             dereg_mr: Some(Self::dereg_mr),
+            alloc_mr: Some(Self::alloc_mr),
+            map_mr_sg: Some(Self::map_mr_sg),
             size_ib_ah: size_of::<Ah<T>>(),
             create_ah: Some(Self::create_ah),
             create_user_ah: Some(Self::create_ah),
@@ -1229,6 +1237,38 @@ impl<T: Driver> Device<T> {
             Mr::<T>::into_raw(made, iova, len)
         })();
         res.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_mr(
+        pd: *mut bindings::ib_pd,
+        mr_type: bindings::ib_mr_type,
+        max_num_sg: u32,
+    ) -> *mut bindings::ib_mr {
+        // Fast registration is the only kind offered (as rxe).
+        if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+            return EINVAL.to_ptr();
+        }
+        // SAFETY: ib_core calls this with a live PD of our device.
+        let dev = unsafe { Self::from_raw((*pd).device) };
+        T::alloc_mr(dev, max_num_sg)
+            .and_then(|made| Mr::<T>::into_raw(made, 0, 0))
+            .unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn map_mr_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        nents: c_int,
+        offset: *mut kernel::ffi::c_uint,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on a live MR of our device, with its arguments.
+        from_result(|| unsafe { Mr::<T>::map_sg(mr, sg, nents, offset) })
     }
 
     /// # Safety

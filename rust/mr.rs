@@ -5,18 +5,30 @@
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/ib_umem.h`](srctree/include/rdma/ib_umem.h)
 //!
-//! Unlike the other verbs objects, an MR is allocated by the driver: `reg_user_mr` and
-//! `get_dma_mr` return a `struct ib_mr` that ib_core then fills in (device, PD, type,
-//! user object) and hands back to `dereg_mr`, which frees it. [`Mr<T>`] is that
-//! allocation, a [`KBox`] whose first field is the C struct. [`Umem`] is user memory
-//! pinned with `ib_umem_get()`, released when dropped.
+//! Unlike the other verbs objects, an MR is allocated by the driver: `reg_user_mr`,
+//! `get_dma_mr` and `alloc_mr` return a `struct ib_mr` that ib_core then fills in
+//! (device, PD, type, user object) and hands back to `dereg_mr`, which frees it.
+//! [`Mr<T>`] is that allocation, a [`KBox`] whose first field is the C struct. [`Umem`]
+//! is user memory pinned with `ib_umem_get()`, released when dropped.
+//!
+//! A fast-registration MR (`alloc_mr`) holds a [`PageList`] that `map_mr_sg` fills
+//! from a kernel consumer's DMA-mapped scatterlist, through ib_core's
+//! `ib_sg_to_pages()`, one page of the MR's page size at a time; a REG_MR work request
+//! then makes the MR cover those pages.
 
 use super::{
     bindings,
     device::{Device, Driver},
 };
 use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, prelude::*, types::Opaque};
+use kernel::ffi::{c_int, c_uint};
+use kernel::{
+    error::from_err_ptr,
+    new_spinlock,
+    prelude::*,
+    sync::{Arc, SpinLock},
+    types::Opaque,
+};
 
 /// User memory pinned for a device.
 ///
@@ -58,6 +70,39 @@ impl Drop for Umem {
     fn drop(&mut self) {
         // SAFETY: By the type invariant we own the umem.
         unsafe { bindings::ib_umem_release(self.ptr.as_ptr()) };
+    }
+}
+
+/// The pages a fast-registration MR maps: DMA addresses of pages of the MR's page
+/// size, at most as many as the MR was allocated for.
+#[pin_data]
+pub(crate) struct PageList {
+    #[pin]
+    pages: SpinLock<KVec<u64>>,
+}
+
+impl PageList {
+    /// An empty list with room for `max` pages, allocated now (mapping never allocates).
+    pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
+        let pages = KVec::with_capacity(max as usize, GFP_KERNEL)?;
+        Arc::pin_init(
+            pin_init!(Self {
+                pages <- new_spinlock!(pages),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    fn clear(&self) {
+        self.pages.lock().clear();
+    }
+
+    /// Adds a page; `ENOMEM` when the list is full, which stops the mapping there.
+    fn push(&self, addr: u64) -> Result {
+        self.pages
+            .lock()
+            .push_within_capacity(addr)
+            .map_err(|_| ENOMEM)
     }
 }
 
@@ -108,6 +153,61 @@ impl<T: Driver> Mr<T> {
             ib.page_size = kernel::page::PAGE_SIZE as u32;
         }
         Ok(raw.cast())
+    }
+
+    /// Borrows a live MR.
+    ///
+    /// # Safety
+    ///
+    /// `mr` must come from [`Self::into_raw`] and stay alive for `'a`.
+    pub(super) unsafe fn from_raw<'a>(mr: *mut bindings::ib_mr) -> &'a Self {
+        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
+        unsafe { &*mr.cast::<Self>() }
+    }
+
+    /// Maps the first `nents` entries of a DMA-mapped scatterlist (from `*offset` bytes
+    /// into the first, if `offset` is not null) into the MR's page list; returns how many
+    /// entries were mapped, as `ib_map_mr_sg()` documents.
+    ///
+    /// # Safety
+    ///
+    /// `mr` must come from [`Self::into_raw`] and be live; `sg`, `nents` and `offset`
+    /// must be as ib_core's `map_mr_sg` callback receives them.
+    pub(super) unsafe fn map_sg(
+        mr: *mut bindings::ib_mr,
+        sg: *mut bindings::scatterlist,
+        nents: c_int,
+        offset: *mut c_uint,
+    ) -> Result<c_int> {
+        // SAFETY: Per the caller.
+        let this = unsafe { Self::from_raw(mr) };
+        let list = T::mr_page_list(this).ok_or(EINVAL)?;
+        // SAFETY: ib_core set the page size for this mapping before calling.
+        let page_size = unsafe { (*this.ib.get()).page_size };
+        // The IB minimum is 512 bytes; addresses are split by shifts, so a power of two.
+        if page_size < 512 || !page_size.is_power_of_two() {
+            return Err(EINVAL);
+        }
+        list.clear();
+        // SAFETY: Arguments as ib_core gave them; `set_page` only runs during the call.
+        let n = unsafe { bindings::ib_sg_to_pages(mr, sg, nents, offset, Some(Self::set_page)) };
+        kernel::error::to_result(n.min(0))?;
+        Ok(n)
+    }
+
+    /// `ib_sg_to_pages()`'s callback: one more page for the MR.
+    ///
+    /// # Safety
+    ///
+    /// Only for `ib_sg_to_pages()` called from [`Self::map_sg`].
+    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+        // SAFETY: The MR is the one `map_sg` maps, live for the call.
+        let this = unsafe { Self::from_raw(mr) };
+        match T::mr_page_list(this).map(|l| l.push(addr)) {
+            Some(Ok(())) => 0,
+            Some(Err(e)) => e.to_errno(),
+            None => EINVAL.to_errno(),
+        }
     }
 
     /// Frees an MR that ib_core deregisters.

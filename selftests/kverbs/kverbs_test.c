@@ -8,10 +8,11 @@
  *
  * Only what needs no peer is checked: work posted before RTS, the flush of the error
  * state (in order, naming the QP), posts in the error state, ib_drain_qp(), SRQs, the
- * CQ overflow event and destroys with work outstanding.
+ * CQ overflow event, destroys with work outstanding, fast-registration MRs.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
+#include <linux/scatterlist.h>
 #include <rdma/ib_verbs.h>
 
 static char *devname = "tdev0";
@@ -319,6 +320,54 @@ out_cq:
 	ib_destroy_cq(cq);
 }
 
+/* Fast-registration MRs: allocation and mapping a scatterlist into the page list. */
+static void check_frmr(struct ib_pd *pd)
+{
+	struct ib_device *dev = pd->device;
+	struct scatterlist sg[2];
+	struct ib_mr *mr, *small;
+	struct page *pages;
+	int nents, n;
+
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_SG_GAPS, 4);
+	CHECK(IS_ERR(mr), "frmr_sg_gaps_refused", "an SG_GAPS MR was allocated");
+	if (!IS_ERR(mr))
+		ib_dereg_mr(mr);
+	pages = alloc_pages(GFP_KERNEL, 2);
+	if (!pages) {
+		CHECK(0, "frmr_setup", "no pages");
+		return;
+	}
+	/* Two entries of two pages each. */
+	sg_init_table(sg, 2);
+	sg_set_page(&sg[0], pages, 2 * PAGE_SIZE, 0);
+	sg_set_page(&sg[1], pages + 2, 2 * PAGE_SIZE, 0);
+	nents = ib_dma_map_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+	mr = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 8);
+	CHECK(!IS_ERR(mr) && mr->lkey && mr->rkey, "frmr_alloc", "ib_alloc_mr: %ld",
+	      IS_ERR(mr) ? PTR_ERR(mr) : 0);
+	if (IS_ERR(mr))
+		goto out_unmap;
+	n = ib_map_mr_sg(mr, sg, nents, NULL, PAGE_SIZE);
+	CHECK(n == nents && mr->length == 4 * PAGE_SIZE &&
+		      mr->iova == sg_dma_address(&sg[0]) && mr->page_size == PAGE_SIZE,
+	      "frmr_map_sg", "mapped %d of %d, length %llu", n, nents, mr->length);
+	/* A list of two pages takes the first entry only. */
+	small = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 2);
+	if (!IS_ERR(small)) {
+		n = ib_map_mr_sg(small, sg, nents, NULL, PAGE_SIZE);
+		CHECK(nents == 1 || (n == 1 && small->length == 2 * PAGE_SIZE),
+		      "frmr_map_sg_stops_when_full", "mapped %d, length %llu", n, small->length);
+		ib_dereg_mr(small);
+	} else {
+		CHECK(0, "frmr_map_sg_stops_when_full", "ib_alloc_mr: %ld", PTR_ERR(small));
+	}
+	CHECK(ib_dereg_mr(mr) == 0, "frmr_dereg", "dereg failed");
+out_unmap:
+	ib_dma_unmap_sg(dev, sg, 2, DMA_BIDIRECTIONAL);
+	__free_pages(pages, 2);
+}
+
 static int kverbs_add(struct ib_device *dev)
 {
 	struct ib_pd *pd;
@@ -335,6 +384,7 @@ static int kverbs_add(struct ib_device *dev)
 	check_overflow(pd);
 	check_drain(pd);
 	check_srq(pd);
+	check_frmr(pd);
 	ib_dealloc_pd(pd);
 	/* Not a client of the device from here on. */
 	return -EOPNOTSUPP;

@@ -15,7 +15,7 @@ use crate::ib::{
         PhysState, PortAttr, PortImmutable, PortState,
     },
     link::LinkDriver,
-    mr::MrCreated,
+    mr::{Mr, MrCreated, PageList},
     netdev::NetDevice,
     qp::AddressVector,
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
@@ -342,6 +342,14 @@ impl Driver for RxeRs {
 
     fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<RxeMr>> {
         RxeMr::dma(dev, access)
+    }
+
+    fn alloc_mr(dev: &Device<Self>, max_pages: u32) -> Result<MrCreated<RxeMr>> {
+        RxeMr::fast(dev, max_pages)
+    }
+
+    fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList> {
+        mr.page_list()
     }
 
     fn alloc_mw(

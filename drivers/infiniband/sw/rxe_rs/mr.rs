@@ -3,15 +3,20 @@
 //! Memory regions and memory windows: registration, keys, deregistration.
 //!
 //! A user MR pins the process's pages for as long as it exists; a DMA MR (a kernel PD's
-//! `local_dma_lkey`) covers all of kernel memory. Keys are `index << 8 | key`: MR indices
+//! `local_dma_lkey`) covers all of kernel memory; a fast-registration MR holds the page
+//! list a kernel consumer maps into it (`ib_map_mr_sg()`). Keys are `index << 8 | key`: MR indices
 //! run from 1 to 2^19, MW indices above, so one key names one object; the low byte
 //! changes with every registration so that a stale key of a freed object is not taken
 //! for the next one with the same index. Nothing reads or writes the memory before the
 //! data path exists.
 
 use crate::device::RxeRs;
-use crate::ib::{cq::UserCall, device::eopnotsupp, device::Device, mr::MrCreated, mr::Umem};
-use crate::param::{Charge, Quota};
+use crate::ib::{
+    cq::UserCall,
+    device::{eopnotsupp, Device},
+    mr::{MrCreated, PageList, Umem},
+};
+use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
 use kernel::{
     prelude::*,
@@ -109,8 +114,10 @@ impl Drop for Held {
 /// The driver's part of a memory region.
 pub(crate) struct RxeMr {
     _held: Held,
-    /// The pinned pages of a user MR (`None` for a DMA MR).
+    /// The pinned pages of a user MR (`None` for a DMA or fast-registration MR).
     _umem: Option<Umem>,
+    /// The pages a fast-registration MR maps (`None` for the other kinds).
+    pages: Option<Arc<PageList>>,
     _charge: Charge,
 }
 
@@ -127,21 +134,43 @@ impl RxeMr {
         }
         let charge = Quota::charge(&dev.mrs)?;
         let umem = Umem::get(dev, start, len, access)?;
-        Self::finish(dev, Some(umem), charge)
+        Self::finish(dev, Some(umem), None, charge)
     }
 
     pub(crate) fn dma(dev: &Device<RxeRs>, _access: u32) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
-        Self::finish(dev, None, charge)
+        Self::finish(dev, None, None, charge)
     }
 
-    fn finish(dev: &Device<RxeRs>, umem: Option<Umem>, charge: Charge) -> Result<MrCreated<Self>> {
+    /// A fast-registration MR for up to `max_pages` pages (at most what the device
+    /// advertises).
+    pub(crate) fn fast(dev: &Device<RxeRs>, max_pages: u32) -> Result<MrCreated<Self>> {
+        if max_pages > param::MAX_FAST_REG_PAGE_LIST_LEN {
+            return Err(EINVAL);
+        }
+        let charge = Quota::charge(&dev.mrs)?;
+        let pages = PageList::new(max_pages)?;
+        Self::finish(dev, None, Some(pages), charge)
+    }
+
+    /// The page list of a fast-registration MR.
+    pub(crate) fn page_list(&self) -> Option<&PageList> {
+        self.pages.as_deref()
+    }
+
+    fn finish(
+        dev: &Device<RxeRs>,
+        umem: Option<Umem>,
+        pages: Option<Arc<PageList>>,
+        charge: Charge,
+    ) -> Result<MrCreated<Self>> {
         let held = Held::take(&dev.mr_table)?;
         let key = dev.key_byte.key(held.entry.index.get());
         Ok(MrCreated {
             data: Self {
                 _held: held,
                 _umem: umem,
+                pages,
                 _charge: charge,
             },
             lkey: key,
