@@ -42,31 +42,13 @@ stage_end
 stage_start "rustfmt --check"
 if in_rootfs sh -c 'cd /src && rustfmt --check --edition 2021 \
 	--config-path /usr/src/linux-source-'"$KSERIES"'/.rustfmt.toml \
-	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs'; then
+	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs drivers/infiniband/sw/rxe_rs/roce/lib.rs'; then
 	pass "rustfmt"
 else
 	fail "rustfmt"
 fi
 stage_end
 
-# The share a guest sees at /mnt/host: module, test binaries, scripts.
-make_share() {
-	local flavor=$1 share=$TOP_DIR/build/share-$1
-	mkdir -p "$share/bin"
-	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
-	cp "$TOP_DIR/selftests/guest-tests.sh" "$share/"
-	for prog in verbs_basic verbs_objects; do
-		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
-			"/src/selftests/$prog.c" -libverbs
-	done
-	# The kernel-consumer checks are a module of their own, built like rxe_rs.
-	local kdir llvm=
-	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor")
-	[ "$flavor" = debug ] && llvm=LLVM=1
-	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src/selftests/kverbs \
-		MO="/src/build/kverbs-$flavor" W=1 $llvm >/dev/null
-	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
-}
 
 stage_start "selftests build"
 make_share test
@@ -133,23 +115,9 @@ if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
 	# For quick local runs only; CI never sets it.
 	skip "debug stage (RXE_RS_SKIP_DEBUG is set)"
 elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
-	"$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1; then
-	make_share debug
-	cat > "$out/cmd-debug.sh" <<-'EOF'
-		kml=/sys/kernel/debug/kmemleak
-		[ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
-		dmesg | grep -q 'KernelAddressSanitizer initialized' && echo "sanitizer: KASAN on"
-		echo clear > $kml
-		cd /mnt/host && DRIVER=rxe_rs sh guest-tests.sh
-		modprobe -r ib_uverbs
-		# Objects freed by RCU need a grace period before they count as freed.
-		sleep 5; echo scan > $kml; sleep 5
-		# A kmemleak that disabled itself refuses the scan: then its silence means nothing.
-		echo scan > $kml && echo "sanitizer: kmemleak scanned"
-		cat $kml > /mnt/host/kmemleak.txt
-		grep debug_locks: /proc/lockdep_stats > /mnt/host/lockdep.txt
-		exit 0
-	EOF
+	"$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1 &&
+	make_share debug >> "$out/build-debug.log" 2>&1; then
+	echo 'cd /mnt/host && sh sanitized.sh' > "$out/cmd-debug.sh"
 	set +e
 	"$TOOLS_DIR/vm-run.sh" --kernel debug --share "$TOP_DIR/build/share-debug" --timeout 1200 \
 		"$out/cmd-debug.sh" > "$out/debug.console" 2>&1
@@ -179,7 +147,7 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 else
 	# The log is missing when the kernel build, not the module build, failed.
 	cat "$out/build-debug.log" 2>/dev/null || true
-	fail "debug: kernel or module build (clang-built kernel)"
+	fail "debug: kernel, module or selftests build (clang-built kernel)"
 fi
 stage_end
 
