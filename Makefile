@@ -8,6 +8,7 @@
 #   make module           build rxe_rs.ko against the cached test kernel (build/test/)
 #   make bootstrap        toolchain/guest tree and both test kernels, nothing else
 #   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
+#   make stress           the every-object loop at length (ROUNDS=2000) on the debug kernel
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -35,7 +36,10 @@ check:
 rdma-core-tests:
 	tools/rdma-core-suite.sh
 
+stress:
+	tools/stress.sh
+
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests clean
+.PHONY: default module bootstrap run check rdma-core-tests stress clean

@@ -41,13 +41,15 @@ no_device() { [ -z "$(devices)" ]; }
 
 # run NAME FUNCTION: one TAP line; exit status 4 of the function means skip.
 run() {
-	# ONLY=regex runs just the matching tests (for working on one).
+	# ONLY=regex runs just the matching tests (for working on one or at length).
 	if [ -n "${ONLY:-}" ] && ! echo "$1" | grep -qE "$ONLY"; then return; fi
 	n=$((n + 1))
 	"$2" > /tmp/test.log 2>&1
 	rc=$?
 	if [ $rc = 0 ]; then
 		echo "ok $n $1"
+		# VERBOSE=1 shows what passing tests printed too.
+		if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   /' /tmp/test.log; fi
 	elif [ $rc = 4 ]; then
 		echo "ok $n $1 # SKIP $(tail -n 1 /tmp/test.log)"
 	else

@@ -40,6 +40,26 @@ prepare_base() {
 	stage_end
 }
 
+# The share a guest sees at /mnt/host: module, test binaries, scripts. Returns non-zero
+# if anything failed to build.
+make_share() {
+	local flavor=$1 share=$TOP_DIR/build/share-$1
+	mkdir -p "$share/bin"
+	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
+	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" "$share/"
+	for prog in verbs_basic verbs_objects; do
+		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
+			"/src/selftests/$prog.c" -libverbs || return
+	done
+	# The kernel-consumer checks are a module of their own, built like rxe_rs.
+	local kdir llvm=
+	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor") || return
+	[ "$flavor" = debug ] && llvm=LLVM=1
+	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src/selftests/kverbs \
+		MO="/src/build/kverbs-$flavor" W=1 $llvm >/dev/null || return
+	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
+}
+
 die() {
 	printf 'error: %s\n' "$*" >&2
 	exit 1

@@ -20,6 +20,9 @@ module_param_named(dev, devname, charp, 0444);
 MODULE_PARM_DESC(dev, "name of the RDMA device to check");
 
 static int found, failed;
+/* The checks run one at a time: their larger arrays live here, not on the stack. */
+static struct ib_wc wc[16];
+static struct ib_recv_wr recv_wrs[16];
 
 #define CHECK(cond, name, fmt, ...)                                                \
 	do {                                                                       \
@@ -89,12 +92,12 @@ static int to_err(struct ib_qp *qp)
 }
 
 /* Polls until `want` completions arrived or a second passed. */
-static int poll_n(struct ib_cq *cq, struct ib_wc *wc, int want)
+static int poll_n(struct ib_cq *cq, struct ib_wc *out, int want)
 {
 	int n = 0;
 
 	for (int t = 0; t < 100 && n < want; t++) {
-		int got = ib_poll_cq(cq, want - n, wc + n);
+		int got = ib_poll_cq(cq, want - n, out + n);
 
 		if (got < 0)
 			return got;
@@ -108,10 +111,11 @@ static int poll_n(struct ib_cq *cq, struct ib_wc *wc, int want)
 static int post_recvs(struct ib_qp *qp, struct ib_srq *srq, int n, u64 first,
 		      const struct ib_recv_wr **bad)
 {
-	struct ib_recv_wr wr[16] = {};
+	struct ib_recv_wr *wr = recv_wrs;
 	struct ib_sge sge = { .addr = 0, .length = 0, .lkey = qp ? qp->pd->local_dma_lkey :
 							  srq->pd->local_dma_lkey };
 
+	memset(recv_wrs, 0, sizeof(recv_wrs));
 	for (int i = 0; i < n; i++) {
 		wr[i].wr_id = first + i;
 		wr[i].sg_list = &sge;
@@ -132,7 +136,6 @@ static void check_flush(struct ib_pd *pd)
 	struct ib_recv_wr big = { .wr_id = 1, .num_sge = 3 };
 	struct ib_qp_attr reset = { .qp_state = IB_QPS_RESET };
 	struct ib_sge sges[3] = {};
-	struct ib_wc wc[16];
 	struct ib_cq *cq;
 	struct ib_qp *qp;
 	int n, ok;
@@ -198,7 +201,6 @@ static void check_overflow(struct ib_pd *pd)
 	struct ib_cq_init_attr ca = { .cqe = 4 };
 	struct events ev = {};
 	const struct ib_recv_wr *rbad;
-	struct ib_wc wc[16];
 	struct ib_cq *cq;
 	struct ib_qp *qp;
 	int n;

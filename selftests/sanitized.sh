@@ -1,0 +1,19 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Runs guest-tests.sh for rxe_rs on the debug kernel with its sanitizers watching:
+# kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
+# /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
+# environment (ONLY, STRESS_ROUNDS) passes through to the tests.
+kml=/sys/kernel/debug/kmemleak
+[ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
+dmesg | grep -q 'KernelAddressSanitizer initialized' && echo "sanitizer: KASAN on"
+echo clear > $kml
+cd /mnt/host && DRIVER=rxe_rs sh guest-tests.sh
+modprobe -r ib_uverbs
+# Objects freed by RCU need a grace period before they count as freed.
+sleep 5; echo scan > $kml; sleep 5
+# A kmemleak that disabled itself refuses the scan: then its silence means nothing.
+echo scan > $kml && echo "sanitizer: kmemleak scanned"
+cat $kml > /mnt/host/kmemleak.txt
+grep debug_locks: /proc/lockdep_stats > /mnt/host/lockdep.txt
+exit 0
