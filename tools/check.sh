@@ -18,13 +18,31 @@ T0=$(date +%s)
 prepare_base
 
 stage_start "host tests (cargo)"
-crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" | sort)
+crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" -not -path '*/fuzz/*' -not -path '*/target/*' | sort)
 if [ -z "$crates" ]; then
 	echo "no host crate yet"
 else
 	for c in $crates; do
 		if (cd "$(dirname "$c")" && cargo test --quiet); then pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"; else fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"; fi
 	done
+fi
+stage_end
+
+# The packet parser under libFuzzer for a bounded time. cargo-fuzz comes from crates.io
+# into ~/.cargo (outside the checkout, so a warm run has it); stable rustc takes the
+# nightly-only sanitizer flags with RUSTC_BOOTSTRAP=1. The corpus stays in build/.
+stage_start "fuzz: roce packet parser, ${RXE_RS_FUZZ_SECONDS:-60} s"
+fuzz_dir=$TOP_DIR/drivers/infiniband/sw/rxe_rs/roce/fuzz
+mkdir -p "$TOP_DIR/build/fuzz/corpus" "$TOP_DIR/build/fuzz/artifacts"
+if ! command -v cargo-fuzz >/dev/null && ! cargo install --quiet --locked cargo-fuzz --version 0.13.2; then
+	fail "fuzz: cargo-fuzz could not be installed"
+elif (cd "$fuzz_dir" && RUSTC_BOOTSTRAP=1 cargo fuzz run packet "$TOP_DIR/build/fuzz/corpus" -- \
+	-max_total_time="${RXE_RS_FUZZ_SECONDS:-60}" -artifact_prefix="$TOP_DIR/build/fuzz/artifacts/" \
+	> "$out/fuzz.log" 2>&1); then
+	pass "fuzz: $(grep -o 'Done [0-9]* runs' "$out/fuzz.log" | tail -n 1), no crash"
+else
+	tail -n 30 "$out/fuzz.log"
+	fail "fuzz: the packet parser crashed or the fuzzer failed (see build/check/fuzz.log)"
 fi
 stage_end
 
