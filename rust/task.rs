@@ -62,6 +62,23 @@ impl<T: TaskRun> Task<T> {
     }
 }
 
+impl<T> Task<T> {
+    /// Takes the task off its workqueue if it is queued there, and waits for a run in
+    /// progress to end: once this returns the task does not run again unless it is
+    /// queued again. Sleeps; never call it from the task itself.
+    pub(crate) fn cancel(this: &Arc<Self>) {
+        let ptr = Arc::as_ptr(this);
+        // SAFETY: `ptr` points to a live task, whose `work` `new` initialised.
+        let work = unsafe { Work::raw_get(core::ptr::addr_of!((*ptr).work)) };
+        // SAFETY: `work` is a valid, initialised work item; we are in process context.
+        if unsafe { bindings::cancel_work_sync(work.cast()) } {
+            // SAFETY: The work was pending, so the queue held the reference that
+            // enqueueing leaked with `Arc::into_raw(ptr)`; cancelling gave it back.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
+}
+
 impl<T> core::ops::Deref for Task<T> {
     type Target = T;
 

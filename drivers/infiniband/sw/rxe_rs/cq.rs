@@ -120,6 +120,15 @@ pub(crate) struct RxeCq {
     _charge: Charge,
 }
 
+impl Drop for RxeCq {
+    fn drop(&mut self) {
+        // The CQ is being destroyed, so no QP produces into it any more (ib_core refuses
+        // to destroy a CQ in use) and nothing queues its task again: once the task is off
+        // the workqueue, nothing of the CQ runs.
+        Task::cancel(&self.shared.0);
+    }
+}
+
 /// A producer's reference to a CQ.
 #[derive(Clone)]
 pub(crate) struct CqHandle(Arc<Task<CqShared>>);

@@ -566,6 +566,9 @@ impl RxeQp {
             inner.dead = true;
             inner.pending.clear();
         }
+        // Nothing re-queues a dead QP's task: once it is off the workqueue, nothing of
+        // the QP runs.
+        Task::cancel(&qp.shared);
         // No new packet can find it (none is looked up yet, but the number is freed).
         qp.device().qp_table.remove(qp.qp_num());
     }
