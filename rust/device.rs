@@ -41,6 +41,7 @@ use super::{
     pd::Pd,
     qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{self, Srq, SrqAttr, SrqModify},
+    stats::StatDesc,
     ucontext::Ucontext,
     udata::Udata,
     wr::{RecvWr, SendWr, WcOut},
@@ -48,7 +49,7 @@ use super::{
 use core::{marker::PhantomData, mem::size_of, ptr};
 use kernel::{
     error::{from_result, to_result},
-    ffi::c_int,
+    ffi::{c_int, c_ulong},
     prelude::*,
     str::CStr,
     sync::Arc,
@@ -515,6 +516,12 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A UD QP leaves the multicast group `gid`.
     fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
 
+    /// The names of the per-port counters that `rdma statistic` shows.
+    const PORT_STATS: &'static [StatDesc];
+
+    /// Fills in the counters of `port`, in [`Driver::PORT_STATS`] order.
+    fn port_stats(dev: &Device<Self>, port: u32, values: &mut [u64]);
+
     /// The consumer asks for a completion event on the next completion of kind `how`.
     ///
     /// With `report_missed`, returns whether completions are already waiting (which
@@ -704,6 +711,8 @@ impl<T: Driver> Device<T> {
             reg_user_mr: Some(Self::reg_user_mr),
             dereg_mr: Some(Self::dereg_mr),
             alloc_mr: Some(Self::alloc_mr),
+            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
+            get_hw_stats: Some(Self::get_hw_stats),
             map_mr_sg: Some(Self::map_mr_sg),
             size_ib_ah: size_of::<Ah<T>>(),
             create_ah: Some(Self::create_ah),
@@ -1237,6 +1246,44 @@ impl<T: Driver> Device<T> {
             Mr::<T>::into_raw(made, iova, len)
         })();
         res.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn alloc_hw_port_stats(
+        _ib: *mut bindings::ib_device,
+        _port: u32,
+    ) -> *mut bindings::rdma_hw_stats {
+        // The counters are read through `get_hw_stats` at most every 10 ms.
+        const LIFESPAN_MS: c_ulong = 10;
+        // A driver has a handful of counters.
+        let n = T::PORT_STATS.len() as c_int;
+        // SAFETY: The descriptions are static, so they outlive the struct, which ib_core
+        // frees with the port.
+        unsafe {
+            bindings::rdma_alloc_hw_stats_struct(StatDesc::as_raw(T::PORT_STATS), n, LIFESPAN_MS)
+        }
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn get_hw_stats(
+        ib: *mut bindings::ib_device,
+        stats: *mut bindings::rdma_hw_stats,
+        port: u32,
+        _index: c_int,
+    ) -> c_int {
+        // SAFETY: ib_core calls this on our device with the struct `alloc_hw_port_stats`
+        // made for the port, under the struct's lock.
+        unsafe {
+            let dev = Self::from_raw(ib);
+            let n = (*stats).num_counters;
+            let values = (*stats).value.as_mut_slice(usize::try_from(n).unwrap_or(0));
+            T::port_stats(dev, port, values);
+            n
+        }
     }
 
     /// # Safety

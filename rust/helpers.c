@@ -9,6 +9,8 @@
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <net/netns/generic.h>
+#include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -140,4 +142,65 @@ struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_
 				int access)
 {
 	return ib_umem_get_va(dev, addr, size, access);
+}
+
+struct socket *rxe_rs_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
+				      int (*rcv)(struct sock *sk, struct sk_buff *skb))
+{
+	struct udp_port_cfg udp_cfg = { .family = ipv6 ? AF_INET6 : AF_INET,
+					.ipv6_v6only = ipv6,
+					.local_udp_port = htons(port) };
+	struct udp_tunnel_sock_cfg tnl_cfg = { .encap_type = 1, .encap_rcv = rcv };
+	struct socket *sock;
+	int err = udp_sock_create(net, &udp_cfg, &sock);
+
+	if (err < 0)
+		return ERR_PTR(err);
+	setup_udp_tunnel_sock(net, sock->sk, &tnl_cfg);
+	return sock;
+}
+
+void rxe_rs_udp_tunnel_close(struct socket *sock)
+{
+	udp_tunnel_sock_release(sock->sk);
+}
+
+void *rxe_rs_net_generic(const struct net *net, unsigned int id)
+{
+	return net_generic(net, id);
+}
+
+struct net *rxe_rs_netdev_net(struct net_device *ndev)
+{
+	return dev_net(ndev);
+}
+
+struct net_device *rxe_rs_skb_dev(struct sk_buff *skb)
+{
+	return skb->dev;
+}
+
+int rxe_rs_skb_linearize(struct sk_buff *skb)
+{
+	return skb_linearize(skb);
+}
+
+const u8 *rxe_rs_skb_network_header(struct sk_buff *skb)
+{
+	return skb_network_header(skb);
+}
+
+const u8 *rxe_rs_skb_data(struct sk_buff *skb)
+{
+	return skb->data;
+}
+
+unsigned int rxe_rs_skb_len(struct sk_buff *skb)
+{
+	return skb->len;
+}
+
+void rxe_rs_kfree_skb(struct sk_buff *skb)
+{
+	kfree_skb(skb);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * C shim of rxe_rs: out-of-line versions of the static inline functions and macros of
- * ib_core, uverbs and netdev that the Rust side needs. Each is a one-line wrapper.
+ * ib_core, uverbs, netdev, skb and UDP tunnel code that the Rust side needs. Each is a
+ * thin wrapper (the tunnel one also fills in the C configuration structs).
  */
 #ifndef RXE_RS_HELPERS_H
 #define RXE_RS_HELPERS_H
@@ -19,6 +20,10 @@ struct uverbs_attr_bundle;
 struct workqueue_struct;
 struct ib_gid_attr;
 struct ib_umem;
+struct net;
+struct sk_buff;
+struct sock;
+struct socket;
 
 int rxe_rs_udata_in_is_empty(struct ib_udata *udata);
 int rxe_rs_respond_empty_udata(struct ib_udata *udata);
@@ -41,5 +46,17 @@ struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name);
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr);
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
 				int access);
+
+struct socket *rxe_rs_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
+				      int (*rcv)(struct sock *sk, struct sk_buff *skb));
+void rxe_rs_udp_tunnel_close(struct socket *sock);
+void *rxe_rs_net_generic(const struct net *net, unsigned int id);
+struct net *rxe_rs_netdev_net(struct net_device *ndev);
+struct net_device *rxe_rs_skb_dev(struct sk_buff *skb);
+int rxe_rs_skb_linearize(struct sk_buff *skb);
+const u8 *rxe_rs_skb_network_header(struct sk_buff *skb);
+const u8 *rxe_rs_skb_data(struct sk_buff *skb);
+unsigned int rxe_rs_skb_len(struct sk_buff *skb);
+void rxe_rs_kfree_skb(struct sk_buff *skb);
 
 #endif /* RXE_RS_HELPERS_H */

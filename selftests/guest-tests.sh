@@ -58,6 +58,8 @@ run() {
 	fi
 	del_all >/dev/null 2>&1
 	ip link del tveth0 >/dev/null 2>&1
+	ip netns del tpeer >/dev/null 2>&1
+	ip netns del tns >/dev/null 2>&1
 	ip link set eth0 up
 }
 
@@ -186,6 +188,34 @@ t_netdev_removed() {
 	ip link del tveth0
 	wait_for no_device || { echo "device left after its netdev went away:"; rdma link; return 1; }
 }
+# A peer namespace behind a veth pair sends 20 packets of each hostile kind (see
+# roce_send.py) to the device's port 4791; the device and its QPs stay usable. rxe_rs
+# also counts each kind where `rdma statistic` shows it.
+counter() { rdma statistic show link "$DEV/1" | tr ' ' '\n' | awk -v c="$1" 'p { print; exit } $0 == c { p = 1 }'; }
+t_hostile_packets() {
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
+	ip netns exec tpeer python3 "$HOST/roce_send.py" 10.9.0.2 10.9.0.1 20 || return 1
+	sleep 1
+	rdma statistic show link "$DEV/1"
+	"$VB" "$DEV" pd || { echo "device unusable after hostile packets"; return 1; }
+	[ "$DRIVER" = rxe_rs ] || return 0
+	for c in rcvd_malformed rcvd_icrc_err rcvd_no_qp; do
+		[ "$(counter $c)" -ge 20 ] || { echo "$c: $(counter $c), want at least 20"; return 1; }
+	done
+	[ "$(counter rcvd_pkts)" -ge 80 ] && [ "$(counter rcvd_dropped)" -ge 80 ]
+}
+# A device on a netdev of another network namespace listens on port 4791 there; deleting
+# the namespace removes the device (its netdev goes) and closes the namespace's sockets.
+t_netns_device() {
+	ip netns add tns && ip link add tveth0 type veth peer name tveth1 netns tns || return 1
+	ip -n tns link set tveth1 up && ip netns exec tns rdma link add tdevn type "$DRIVER" netdev tveth1 || return 1
+	ip netns exec tns ss -uln | grep -q ':4791 ' || { echo "no UDP socket on 4791 in the namespace"; return 1; }
+	ip netns del tns
+	wait_for no_device || { echo "device left after its namespace went away:"; rdma link; return 1; }
+}
 t_link_delete() {
 	with_dev || return 1
 	rdma link delete "$DEV" || return 1
@@ -244,7 +274,7 @@ t_module_unload() {
 
 echo "TAP version 13"
 run insmod_without_ib_core_fails t_insmod_without_ib_core
-modprobe ib_uverbs
+modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
 run link_add t_link_add
 run ibv_devices_lists_device t_ibv_devices
@@ -295,6 +325,8 @@ run bad_missing_netdev t_missing_netdev
 run bad_name_taken t_name_taken
 run bad_same_netdev_twice t_same_netdev_twice
 run netdev_unregister_removes_device t_netdev_removed
+run hostile_packets_dropped_and_counted t_hostile_packets
+run device_in_other_netns t_netns_device
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user
 run link_delete_with_mapped_ring t_link_delete_with_mapped_ring

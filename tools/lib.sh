@@ -46,7 +46,8 @@ make_share() {
 	local flavor=$1 share=$TOP_DIR/build/share-$1
 	mkdir -p "$share/bin"
 	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
-	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" "$share/"
+	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
+		"$TOP_DIR/selftests/roce_send.py" "$share/"
 	for prog in verbs_basic verbs_objects; do
 		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
 			"/src/selftests/$prog.c" -libverbs || return

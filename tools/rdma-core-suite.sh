@@ -15,7 +15,7 @@ cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
 
 for drv in rxe rxe_rs; do
 	stage_start "rdma-core tests on $drv"
-	if [ $drv = rxe ]; then load="modprobe rdma_rxe"; else load="insmod /mnt/host/rxe_rs.ko"; fi
+	if [ $drv = rxe ]; then load="modprobe rdma_rxe"; else load="modprobe -a udp_tunnel ip6_udp_tunnel; insmod /mnt/host/rxe_rs.ko"; fi
 	cat > "$share/suite.sh" <<GUEST
 modprobe ib_uverbs
 $load

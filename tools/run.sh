@@ -15,7 +15,7 @@ mkdir -p "$share"
 cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
 cat > "$share/run.sh" <<'GUEST'
 set -e
-modprobe ib_uverbs
+modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 insmod /mnt/host/rxe_rs.ko
 rdma link add rxe_rs0 type rxe_rs netdev eth0
 echo "--- rdma link"; rdma link

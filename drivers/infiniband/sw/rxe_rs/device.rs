@@ -20,12 +20,16 @@ use crate::ib::{
     qp::AddressVector,
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqModify},
+    stats::StatDesc,
     task::Workqueue,
     ucontext::Ucontext,
     udata::Udata,
+    udp::Tunnels,
     wr::{RecvWr, SendWr, WcOut},
 };
 use crate::param::{self, Quota};
+use crate::recv::Recv;
+use crate::stats::Counters;
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
@@ -77,6 +81,8 @@ pub(crate) struct RxeDev {
     /// The numbers of the device's QPs.
     #[pin]
     pub(crate) qp_table: QpTable,
+    /// What `rdma statistic` shows.
+    pub(crate) counters: Counters,
     /// Where completions and events are delivered from; dropped last of the device's
     /// state, after every object is gone, waiting for what is still queued.
     pub(crate) wq: Workqueue,
@@ -102,6 +108,7 @@ impl RxeDev {
             key_byte: KeyByte::new(),
             mcast <- McastTable::new(),
             qp_table <- qp_table(),
+            counters: Counters::new(),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
     }
@@ -368,6 +375,12 @@ impl Driver for RxeRs {
         RxeQp::detach_mcast(qp, gid)
     }
 
+    const PORT_STATS: &'static [StatDesc] = &crate::stats::NAMES;
+
+    fn port_stats(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
+        dev.counters.read(values);
+    }
+
     fn req_notify_cq(cq: &Cq<Self>, how: Notify, report_missed: bool) -> bool {
         cq.req_notify(how, report_missed)
     }
@@ -385,6 +398,9 @@ impl LinkDriver for RxeLink {
             pr_err!("rxe_rs: a device already exists on this netdev\n");
             return Err(EEXIST);
         }
+        // The namespace's RoCE v2 sockets, if this is its first device.
+        Tunnels::<Recv>::open(ndev)
+            .inspect_err(|e| pr_err!("rxe_rs: no UDP port 4791 for {}: {:?}\n", name, e))?;
         let guid = ndev.eui64();
         let info = DeviceInfo {
             name,

@@ -27,7 +27,11 @@ mod param;
 mod pd;
 mod qp;
 mod queue;
+mod recv;
+#[path = "roce/lib.rs"]
+pub mod roce;
 mod srq;
+mod stats;
 mod table;
 mod ucontext;
 
@@ -42,12 +46,14 @@ module! {
     alias: ["rdma-link-rxe_rs"],
 }
 
-/// The loaded module: the link type, the claim on all devices and the netdev notifier.
+/// The loaded module: the link type, the claim on all devices, the netdev notifier and
+/// the RoCE v2 sockets.
 ///
 /// Fields are dropped in declaration order, which is the teardown order: the link type
 /// goes first (waiting for a running `newlink`), so no device can appear; then every
 /// device is unregistered; then the notifier, which must outlive the devices so that one
-/// whose netdev disappears is always removed.
+/// whose netdev disappears is always removed; last the UDP sockets of every namespace,
+/// after which no packet reaches the driver.
 #[pin_data]
 struct RxeRsModule {
     #[pin]
@@ -55,12 +61,15 @@ struct RxeRsModule {
     devices: ib::device::AllDevices,
     #[pin]
     notifier: ib::netdev::Notifier<net::NetEvents>,
+    #[pin]
+    tunnels: ib::udp::Tunnels<recv::Recv>,
 }
 
 impl kernel::InPlaceModule for RxeRsModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // Set up in reverse teardown order; on failure the fields already made are dropped.
         try_pin_init!(Self {
+            tunnels <- ib::udp::Tunnels::register(),
             notifier <- ib::netdev::Notifier::register(),
             devices: ib::device::AllDevices::new(),
             link <- ib::link::Registration::new(),

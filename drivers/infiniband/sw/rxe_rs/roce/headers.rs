@@ -15,6 +15,7 @@ fn be64(b: &[u8], off: usize) -> u64 {
 /// The base transport header (12 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Bth {
+    /// The operation (see [`super::opcode`]).
     pub opcode: u8,
     /// Solicited event.
     pub se: bool,
@@ -24,9 +25,11 @@ pub struct Bth {
     pub pad: u8,
     /// Transport header version (0).
     pub tver: u8,
+    /// Partition key.
     pub pkey: u16,
-    /// Congestion notification bits (not covered by the ICRC).
+    /// Forward congestion notification (not covered by the ICRC).
     pub fecn: bool,
+    /// Backward congestion notification (not covered by the ICRC).
     pub becn: bool,
     /// Destination QP number (24 bits).
     pub dest_qp: u32,
@@ -37,7 +40,7 @@ pub struct Bth {
 }
 
 impl Bth {
-    /// Reads a BTH from the first 12 bytes of `b`.
+    /// Reads a BTH from its 12 wire bytes.
     pub fn read(b: &[u8; 12]) -> Self {
         Self {
             opcode: b[0],
@@ -74,12 +77,16 @@ impl Bth {
 /// The RDMA extended transport header (16 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Reth {
+    /// Remote virtual address.
     pub va: u64,
+    /// Remote key.
     pub rkey: u32,
+    /// Length of the whole operation in bytes.
     pub len: u32,
 }
 
 impl Reth {
+    /// Reads the header from its 16 wire bytes.
     pub fn read(b: &[u8; 16]) -> Self {
         Self {
             va: be64(b, 0),
@@ -88,6 +95,7 @@ impl Reth {
         }
     }
 
+    /// The header's 16 wire bytes.
     pub fn to_bytes(&self) -> [u8; 16] {
         let mut b = [0u8; 16];
         b[0..8].copy_from_slice(&self.va.to_be_bytes());
@@ -101,12 +109,14 @@ impl Reth {
 /// number.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Aeth {
+    /// ACK, RNR NAK or NAK, with credits, timer or reason (see [`syndrome`]).
     pub syndrome: u8,
     /// Message sequence number (24 bits).
     pub msn: u32,
 }
 
 impl Aeth {
+    /// Reads the header from its 4 wire bytes.
     pub fn read(b: &[u8; 4]) -> Self {
         Self {
             syndrome: b[0],
@@ -114,6 +124,7 @@ impl Aeth {
         }
     }
 
+    /// The header's 4 wire bytes.
     pub fn to_bytes(&self) -> [u8; 4] {
         let mut b = (self.msn & 0x00ff_ffff).to_be_bytes();
         b[0] = self.syndrome;
@@ -124,12 +135,14 @@ impl Aeth {
 /// The datagram extended transport header (8 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Deth {
+    /// Queue key.
     pub qkey: u32,
     /// Source QP number (24 bits).
     pub src_qp: u32,
 }
 
 impl Deth {
+    /// Reads the header from its 8 wire bytes.
     pub fn read(b: &[u8; 8]) -> Self {
         Self {
             qkey: be32(b, 0),
@@ -137,6 +150,7 @@ impl Deth {
         }
     }
 
+    /// The header's 8 wire bytes.
     pub fn to_bytes(&self) -> [u8; 8] {
         let mut b = [0u8; 8];
         b[0..4].copy_from_slice(&self.qkey.to_be_bytes());
@@ -148,7 +162,9 @@ impl Deth {
 /// The atomic extended transport header (28 bytes).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AtomicEth {
+    /// Remote virtual address of the 8-byte operand.
     pub va: u64,
+    /// Remote key.
     pub rkey: u32,
     /// The value to swap in (compare-and-swap) or to add (fetch-and-add).
     pub swap_add: u64,
@@ -157,6 +173,7 @@ pub struct AtomicEth {
 }
 
 impl AtomicEth {
+    /// Reads the header from its 28 wire bytes.
     pub fn read(b: &[u8; 28]) -> Self {
         Self {
             va: be64(b, 0),
@@ -166,6 +183,7 @@ impl AtomicEth {
         }
     }
 
+    /// The header's 28 wire bytes.
     pub fn to_bytes(&self) -> [u8; 28] {
         let mut b = [0u8; 28];
         b[0..8].copy_from_slice(&self.va.to_be_bytes());
@@ -186,6 +204,7 @@ pub struct Feth {
 }
 
 impl Feth {
+    /// Reads the header from its 4 wire bytes.
     pub fn read(b: &[u8; 4]) -> Self {
         Self {
             selectivity: (b[3] >> 4) & 3,
@@ -193,6 +212,7 @@ impl Feth {
         }
     }
 
+    /// The header's 4 wire bytes.
     pub fn to_bytes(&self) -> [u8; 4] {
         [
             0,

@@ -56,9 +56,11 @@ impl Crc {
     }
 }
 
-/// Bytes of an IPv4 header without options, of an IPv6 header and of a UDP header.
+/// Bytes of an IPv4 header without options.
 pub const IPV4_LEN: usize = 20;
+/// Bytes of an IPv6 header.
 pub const IPV6_LEN: usize = 40;
+/// Bytes of a UDP header.
 pub const UDP_LEN: usize = 8;
 
 /// The ICRC of a RoCE v2 packet over IPv4.

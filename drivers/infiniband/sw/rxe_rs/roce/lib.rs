@@ -8,8 +8,6 @@
 //! Everything received is untrusted: [`packet::Packet::parse`] checks lengths and the
 //! opcode's header layout before anything is read, and never panics.
 
-#![no_std]
-
 pub mod headers;
 pub mod icrc;
 pub mod opcode;

@@ -7,8 +7,8 @@
 //! the ICRC, and a payload and its pad are where the opcode allows them. The ICRC itself
 //! needs the IP and UDP headers: see [`crate::icrc`].
 
-use crate::headers::{Aeth, AtomicEth, Bth, Deth, Feth, Reth};
-use crate::opcode::{self, flag, OpInfo, BTH_LEN};
+use super::headers::{Aeth, AtomicEth, Bth, Deth, Feth, Reth};
+use super::opcode::{self, flag, OpInfo, BTH_LEN};
 
 /// Bytes of the ICRC trailer.
 pub const ICRC_LEN: usize = 4;
@@ -76,22 +76,27 @@ impl<'a> Packet<'a> {
         self.bytes.get(off..off + N)?.try_into().ok()
     }
 
+    /// The RDMA extended transport header, if the opcode has one.
     pub fn reth(&self) -> Option<Reth> {
         self.ext(flag::RETH).map(Reth::read)
     }
 
+    /// The ACK extended transport header, if the opcode has one.
     pub fn aeth(&self) -> Option<Aeth> {
         self.ext(flag::AETH).map(Aeth::read)
     }
 
+    /// The datagram extended transport header, if the opcode has one.
     pub fn deth(&self) -> Option<Deth> {
         self.ext(flag::DETH).map(Deth::read)
     }
 
+    /// The atomic extended transport header, if the opcode has one.
     pub fn atomic_eth(&self) -> Option<AtomicEth> {
         self.ext(flag::ATOMIC_ETH).map(AtomicEth::read)
     }
 
+    /// The flush extended transport header, if the opcode has one.
     pub fn feth(&self) -> Option<Feth> {
         self.ext(flag::FETH).map(Feth::read)
     }
@@ -137,8 +142,8 @@ impl<'a> Packet<'a> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::headers::Bth;
     use super::*;
-    use crate::headers::Bth;
 
     fn xorshift(s: &mut u64) -> u64 {
         *s ^= *s << 13;

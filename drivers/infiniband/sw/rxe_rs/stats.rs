@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The device's counters, shown per port by `rdma statistic`.
+
+use crate::ib::stats::StatDesc;
+use kernel::sync::atomic::{Atomic, Relaxed};
+
+/// What the device counts.
+#[derive(Clone, Copy)]
+pub(crate) enum Counter {
+    /// RoCE v2 packets received on the device's netdev.
+    Received,
+    /// Received packets that were dropped, for whatever reason.
+    Dropped,
+    /// Received packets that were not well-formed RoCE v2 (headers, lengths, opcode).
+    Malformed,
+    /// Received packets whose ICRC did not match.
+    IcrcError,
+    /// Well-formed packets that no QP could take.
+    NoQp,
+}
+
+/// The counters' names, in [`Counter`] order.
+pub(crate) static NAMES: [StatDesc; 5] = [
+    StatDesc::new(c"rcvd_pkts"),
+    StatDesc::new(c"rcvd_dropped"),
+    StatDesc::new(c"rcvd_malformed"),
+    StatDesc::new(c"rcvd_icrc_err"),
+    StatDesc::new(c"rcvd_no_qp"),
+];
+
+/// The device's counters.
+pub(crate) struct Counters([Atomic<u64>; 5]);
+
+impl Counters {
+    pub(crate) fn new() -> Self {
+        Self([const { Atomic::new(0) }; 5])
+    }
+
+    /// Counts one `c`.
+    pub(crate) fn inc(&self, c: Counter) {
+        self.0[c as usize].fetch_add(1, Relaxed);
+    }
+
+    /// Copies the counters out, as many as `out` holds.
+    pub(crate) fn read(&self, out: &mut [u64]) {
+        for (o, c) in out.iter_mut().zip(self.0.iter()) {
+            *o = c.load(Relaxed);
+        }
+    }
+}
