@@ -23,7 +23,7 @@ if [ -z "$crates" ]; then
 	echo "no host crate yet"
 else
 	for c in $crates; do
-		if (cd "$(dirname "$c")" && cargo test --quiet); then pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"; else fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"; fi
+		if (cd "$(dirname "$c")" && cargo test --quiet > "$out/cargo-test.log" 2>&1); then pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"; else cat "$out/cargo-test.log"; fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"; fi
 	done
 fi
 stage_end
