@@ -35,7 +35,12 @@ if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
 	cp -a "$kdir/mod/lib/modules" "$share/modules"
 	echo "$kdir" > "$share/modules/.kernel"
 fi
-install -m 0755 "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"
+# Guests may boot concurrently from the same tree: replace the init only when it
+# changed, and by an atomic rename, so that no boot sees a missing or partial file.
+if ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
+	install -m 0755 "$TOOLS_DIR/guest-init.sh" "$root/sbin/.rxe-rs-guest-init.$$"
+	mv -f "$root/sbin/.rxe-rs-guest-init.$$" "$root/sbin/rxe-rs-guest-init"
+fi
 
 append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
 append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
