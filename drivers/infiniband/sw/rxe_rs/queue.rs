@@ -132,8 +132,10 @@ impl WqeRing {
         if n > max_sge as usize || n > param::MAX_SGE as usize {
             return Err(EINVAL);
         }
+        // One read of the index: the free slot and the fullness test agree on it.
         let producer = self.ring.producer();
-        if self.count() == self.ring.geometry().capacity() {
+        let geo = self.ring.geometry();
+        if producer.wrapping_sub(self.consumer) & geo.mask() == geo.capacity() {
             return Err(ENOMEM);
         }
         let mut wqe = [0u8; RECV_WQE_HDR + param::MAX_SGE as usize * SGE_LEN as usize];

@@ -144,8 +144,10 @@ impl RxeSrq {
         m: &SrqModify,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result {
-        let capacity = srq.shared.0.inner.lock().ring.capacity();
-        let limit = srq.shared.0.inner.lock().limit;
+        let (capacity, limit) = {
+            let inner = srq.shared.0.inner.lock();
+            (inner.ring.capacity(), inner.limit)
+        };
         if let Some(l) = m.srq_limit {
             // Checked against the size the SRQ has after this modify.
             let size = m.max_wr.unwrap_or(capacity);
