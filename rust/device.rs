@@ -38,7 +38,7 @@ use super::{
     mr::{Mr, MrCreated, PageList},
     mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
-    pd::Pd,
+    pd::{Pd, PdId},
     qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{self, Srq, SrqAttr, SrqModify},
     stats::StatDesc,
@@ -141,6 +141,11 @@ pub(crate) enum Mtu {
 }
 
 impl Mtu {
+    /// The MTU in bytes.
+    pub(crate) fn bytes(self) -> u32 {
+        256 << (self as u32)
+    }
+
     /// The largest path MTU whose packets fit in `bytes`, if any.
     pub(crate) fn fitting(bytes: u32) -> Option<Self> {
         Some(match bytes {
@@ -487,6 +492,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A process registers `len` bytes of its memory at `start`, addressed from `iova`.
     fn reg_user_mr(
         dev: &Device<Self>,
+        pd: PdId,
         start: u64,
         len: u64,
         iova: u64,
@@ -495,10 +501,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     ) -> Result<MrCreated<Self::Mr>>;
 
     /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey).
-    fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<Self::Mr>>;
+    fn get_dma_mr(dev: &Device<Self>, pd: PdId, access: u32) -> Result<MrCreated<Self::Mr>>;
 
     /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
-    fn alloc_mr(dev: &Device<Self>, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
+    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
 
     /// The page list `map_mr_sg` fills, for an MR made by [`Driver::alloc_mr`].
     fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList>;
@@ -506,6 +512,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// A memory window of type 1 or 2 (`type2`) is allocated; returns it and its rkey.
     fn alloc_mw(
         dev: &Device<Self>,
+        pd: PdId,
         type2: bool,
         user: Option<&UserCall<'_, Self>>,
     ) -> Result<(Self::Mw, u32)>;
@@ -1242,7 +1249,7 @@ impl<T: Driver> Device<T> {
             let dev = unsafe { Self::from_raw((*pd).device) };
             // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
             let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
-            let made = T::reg_user_mr(dev, start, len, iova, access as u32, &user)?;
+            let made = T::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
             Mr::<T>::into_raw(made, iova, len)
         })();
         res.unwrap_or_else(|e| e.to_ptr())
@@ -1300,7 +1307,7 @@ impl<T: Driver> Device<T> {
         }
         // SAFETY: ib_core calls this with a live PD of our device.
         let dev = unsafe { Self::from_raw((*pd).device) };
-        T::alloc_mr(dev, max_num_sg)
+        T::alloc_mr(dev, PdId::of(pd), max_num_sg)
             .and_then(|made| Mr::<T>::into_raw(made, 0, 0))
             .unwrap_or_else(|e| e.to_ptr())
     }
@@ -1327,7 +1334,7 @@ impl<T: Driver> Device<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: ib_core calls this with a live PD of our device.
         let dev = unsafe { Self::from_raw((*pd).device) };
-        T::get_dma_mr(dev, access as u32)
+        T::get_dma_mr(dev, PdId::of(pd), access as u32)
             .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
             .unwrap_or_else(|e| e.to_ptr())
     }
@@ -1414,6 +1421,27 @@ const DRIVER_ID: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
 pub(crate) struct DeviceRef<T: Driver> {
     ptr: *mut bindings::ib_device,
     _p: PhantomData<T>,
+}
+
+// SAFETY: A counted reference to a device may be held and dropped on any thread.
+unsafe impl<T: Driver> Send for DeviceRef<T> {}
+// SAFETY: `&DeviceRef` only gives `&Device`, which is `Sync`.
+unsafe impl<T: Driver> Sync for DeviceRef<T> {}
+
+impl<T: Driver> Device<T> {
+    /// A counted reference to the device, unless it is being unregistered.
+    pub(crate) fn get_ref(&self) -> Option<DeviceRef<T>> {
+        // SAFETY: The device is valid by the type invariant.
+        if unsafe { bindings::rxe_rs_device_try_get(self.as_raw()) } {
+            // INVARIANT: We hold the reference just taken.
+            Some(DeviceRef {
+                ptr: self.as_raw(),
+                _p: PhantomData,
+            })
+        } else {
+            None
+        }
+    }
 }
 
 impl<T: Driver> DeviceRef<T> {

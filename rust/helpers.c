@@ -3,12 +3,19 @@
  * C shim of rxe_rs: see helpers.h. Nothing here keeps state or takes decisions.
  */
 #include <linux/cpumask.h>
+#include <linux/highmem.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/etherdevice.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <net/ip.h>
+#include <net/ip6_route.h>
+#include <net/ipv6.h>
+#include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem.h>
@@ -203,4 +210,158 @@ unsigned int rxe_rs_skb_len(struct sk_buff *skb)
 void rxe_rs_kfree_skb(struct sk_buff *skb)
 {
 	kfree_skb(skb);
+}
+
+unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(lock, flags);
+	return flags;
+}
+
+void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags)
+{
+	spin_unlock_irqrestore(lock, flags);
+}
+
+int rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags)
+{
+	return spin_trylock_irqsave(lock, *flags);
+}
+
+/* Transmit: a buffer for a whole IP packet, which the caller writes from the IP header. */
+struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u8 **data)
+{
+	unsigned int head = LL_RESERVED_SPACE(ndev);
+	struct sk_buff *skb;
+
+	skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_ATOMIC);
+	if (!skb)
+		return NULL;
+	skb_reserve(skb, head);
+	*data = skb_put(skb, len);
+	skb_reset_network_header(skb);
+	skb->dev = ndev;
+	return skb;
+}
+
+/*
+ * Routes a packet the caller built (IP header first) out of ndev's namespace, from saddr
+ * to daddr (4 or 16 bytes), and sends it. Consumes the buffer in every case.
+ */
+int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
+		       const u8 *saddr, const u8 *daddr)
+{
+	struct net *net = dev_net(ndev);
+
+	if (!ipv6) {
+		struct flowi4 fl = {};
+		struct rtable *rt;
+
+		fl.flowi4_oif = ndev->ifindex;
+		fl.flowi4_proto = IPPROTO_UDP;
+		memcpy(&fl.saddr, saddr, 4);
+		memcpy(&fl.daddr, daddr, 4);
+		rt = ip_route_output_key(net, &fl);
+		if (IS_ERR(rt)) {
+			kfree_skb(skb);
+			return PTR_ERR(rt);
+		}
+		skb_set_transport_header(skb, sizeof(struct iphdr));
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		skb_dst_set(skb, &rt->dst);
+		skb->protocol = htons(ETH_P_IP);
+		return ip_local_out(net, NULL, skb);
+	}
+#if IS_ENABLED(CONFIG_IPV6)
+	{
+		struct flowi6 fl6 = {};
+		struct dst_entry *dst;
+
+		fl6.flowi6_oif = ndev->ifindex;
+		fl6.flowi6_proto = IPPROTO_UDP;
+		memcpy(&fl6.saddr, saddr, 16);
+		memcpy(&fl6.daddr, daddr, 16);
+		dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
+		if (IS_ERR(dst)) {
+			kfree_skb(skb);
+			return PTR_ERR(dst);
+		}
+		skb_set_transport_header(skb, sizeof(struct ipv6hdr));
+		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+		skb_dst_set(skb, dst);
+		skb->protocol = htons(ETH_P_IPV6);
+		return ip6_local_out(net, NULL, skb);
+	}
+#else
+	kfree_skb(skb);
+	return -EAFNOSUPPORT;
+#endif
+}
+
+/* Turns a built packet into a received one: data from its UDP header on. */
+void rxe_rs_skb_loop(struct sk_buff *skb, unsigned int ip_len)
+{
+	skb_set_transport_header(skb, ip_len);
+	__skb_pull(skb, ip_len);
+}
+
+void rxe_rs_skb_list_init(struct sk_buff_head *list)
+{
+	__skb_queue_head_init(list);
+}
+
+void rxe_rs_skb_list_push(struct sk_buff_head *list, struct sk_buff *skb)
+{
+	__skb_queue_tail(list, skb);
+}
+
+struct sk_buff *rxe_rs_skb_list_pop(struct sk_buff_head *list)
+{
+	return __skb_dequeue(list);
+}
+
+void rxe_rs_skb_list_purge(struct sk_buff_head *list)
+{
+	__skb_queue_purge(list);
+}
+
+/* The pages of a umem, in order; returns how many were written (at most max). */
+size_t rxe_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t max)
+{
+	struct sg_page_iter it;
+	size_t n = 0;
+
+	for_each_sgtable_page(&umem->sgt_append.sgt, &it, 0) {
+		if (n == max)
+			break;
+		out[n++] = sg_page_iter_page(&it);
+	}
+	return n;
+}
+
+size_t rxe_rs_umem_offset(struct ib_umem *umem)
+{
+	return ib_umem_offset(umem);
+}
+
+size_t rxe_rs_umem_length(struct ib_umem *umem)
+{
+	return umem->length;
+}
+
+void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t len)
+{
+	memcpy_to_page(page, off, src, len);
+}
+
+void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len)
+{
+	memcpy_from_page(dst, page, off, len);
+}
+
+bool rxe_rs_device_try_get(struct ib_device *dev)
+{
+	return ib_device_try_get(dev);
 }

@@ -8,6 +8,7 @@
 #define RXE_RS_HELPERS_H
 
 #include <linux/types.h>
+#include <linux/spinlock_types.h>
 
 struct ib_device;
 struct ib_udata;
@@ -24,6 +25,8 @@ struct net;
 struct sk_buff;
 struct sock;
 struct socket;
+struct sk_buff_head;
+struct page;
 
 int rxe_rs_udata_in_is_empty(struct ib_udata *udata);
 int rxe_rs_respond_empty_udata(struct ib_udata *udata);
@@ -58,5 +61,25 @@ const u8 *rxe_rs_skb_network_header(struct sk_buff *skb);
 const u8 *rxe_rs_skb_data(struct sk_buff *skb);
 unsigned int rxe_rs_skb_len(struct sk_buff *skb);
 void rxe_rs_kfree_skb(struct sk_buff *skb);
+unsigned long rxe_rs_spin_lock_irqsave(spinlock_t *lock);
+void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
+int rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
+
+struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u8 **data);
+int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
+		       const u8 *saddr, const u8 *daddr);
+void rxe_rs_skb_loop(struct sk_buff *skb, unsigned int ip_len);
+void rxe_rs_skb_list_init(struct sk_buff_head *list);
+void rxe_rs_skb_list_push(struct sk_buff_head *list, struct sk_buff *skb);
+struct sk_buff *rxe_rs_skb_list_pop(struct sk_buff_head *list);
+void rxe_rs_skb_list_purge(struct sk_buff_head *list);
+
+size_t rxe_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t max);
+size_t rxe_rs_umem_offset(struct ib_umem *umem);
+size_t rxe_rs_umem_length(struct ib_umem *umem);
+void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t len);
+void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
+
+bool rxe_rs_device_try_get(struct ib_device *dev);
 
 #endif /* RXE_RS_HELPERS_H */

@@ -48,6 +48,7 @@ pub(crate) mod queue;
 pub(crate) mod skb;
 pub(crate) mod srq;
 pub(crate) mod stats;
+pub(crate) mod sync;
 pub(crate) mod task;
 pub(crate) mod ucontext;
 pub(crate) mod udata;

@@ -25,23 +25,32 @@ use kernel::ffi::{c_int, c_uint};
 use kernel::{
     error::from_err_ptr,
     new_spinlock,
+    page::PAGE_SIZE,
     prelude::*,
     sync::{Arc, SpinLock},
     types::Opaque,
 };
 
-/// User memory pinned for a device.
+/// User memory pinned for a device, with its pages at hand for the data path.
 ///
 /// # Invariants
 ///
 /// `ptr` is an `ib_umem` from `ib_umem_get*()`, released when this value is dropped.
+/// `pages` are its pages in order, pinned for as long as it is; byte `i` of the region
+/// is at byte `(offset + i) % PAGE_SIZE` of page `(offset + i) / PAGE_SIZE`, for `i`
+/// below `len`.
 pub(crate) struct Umem {
     ptr: NonNull<bindings::ib_umem>,
+    pages: KVVec<*mut bindings::page>,
+    offset: usize,
+    len: usize,
 }
 
-// SAFETY: A umem is a description of pinned pages, usable from any thread.
+// SAFETY: A umem is a description of pinned pages, usable from any thread; the page
+// pointers stay valid while it is held.
 unsafe impl Send for Umem {}
-// SAFETY: `&Umem` only reads it.
+// SAFETY: `&Umem` only reads the description; page contents are copied with the
+// kernel's own helpers, which tolerate concurrent access.
 unsafe impl Sync for Umem {}
 
 impl Umem {
@@ -59,9 +68,81 @@ impl Umem {
         let raw = from_err_ptr(unsafe {
             bindings::rxe_rs_umem_get(dev.as_raw(), addr, len, access as i32)
         })?;
-        // INVARIANT: A successful `ib_umem_get*()`.
-        Ok(Self {
-            ptr: NonNull::new(raw).ok_or(EINVAL)?,
+        let ptr = NonNull::new(raw).ok_or(EINVAL)?;
+        // From here on, dropping `umem` releases the pin.
+        let mut umem = Self {
+            ptr,
+            pages: KVVec::new(),
+            offset: 0,
+            len: 0,
+        };
+        // SAFETY: A live umem.
+        let (offset, length) = unsafe {
+            (
+                bindings::rxe_rs_umem_offset(raw),
+                bindings::rxe_rs_umem_length(raw),
+            )
+        };
+        let count = (offset + length).div_ceil(PAGE_SIZE);
+        umem.pages
+            .extend_with(count, core::ptr::null_mut(), GFP_KERNEL)?;
+        // SAFETY: A live umem; `pages` has room for `count` entries.
+        let got = unsafe { bindings::rxe_rs_umem_pages(raw, umem.pages.as_mut_ptr(), count) };
+        if got != count {
+            return Err(EFAULT);
+        }
+        // INVARIANT: All `count` pages of the pinned region, in order.
+        umem.offset = offset;
+        umem.len = length;
+        Ok(umem)
+    }
+
+    /// The region's length in bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Calls `f` with (page, offset in it, range of the caller's buffer) for each piece
+    /// of `len` bytes from byte `at` of the region; `EFAULT` if they are not all in it.
+    fn pieces(
+        &self,
+        at: usize,
+        len: usize,
+        mut f: impl FnMut(*mut bindings::page, usize, core::ops::Range<usize>),
+    ) -> Result {
+        let end = at.checked_add(len).ok_or(EFAULT)?;
+        if end > self.len {
+            return Err(EFAULT);
+        }
+        let mut done = 0;
+        while done < len {
+            let pos = self.offset + at + done;
+            let (page, off) = (pos / PAGE_SIZE, pos % PAGE_SIZE);
+            let n = (PAGE_SIZE - off).min(len - done);
+            f(self.pages[page], off, done..done + n);
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to byte `at` of the region.
+    pub(crate) fn write(&self, at: usize, data: &[u8]) -> Result {
+        self.pieces(at, data.len(), |page, off, r| {
+            // SAFETY: By the type invariant `page` is a pinned page of the region and
+            // `off..off + r.len()` lies inside it; the source is a slice of `data`.
+            unsafe {
+                bindings::rxe_rs_page_write(page, off, data[r.clone()].as_ptr().cast(), r.len())
+            }
+        })
+    }
+
+    /// Copies byte `at` of the region on into `out`.
+    pub(crate) fn read(&self, at: usize, out: &mut [u8]) -> Result {
+        let ptr = out.as_mut_ptr();
+        self.pieces(at, out.len(), |page, off, r| {
+            // SAFETY: As in `write`; the destination is `r` of `out`, which `pieces`
+            // keeps inside it.
+            unsafe { bindings::rxe_rs_page_read(page, off, ptr.add(r.start).cast(), r.len()) }
         })
     }
 }

@@ -12,6 +12,7 @@ use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
+    pd::PdId,
 };
 use core::ptr;
 use kernel::{prelude::*, types::Opaque};
@@ -46,7 +47,7 @@ impl<T: Driver> Mw<T> {
         };
         // SAFETY: Per the caller.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let (data, rkey) = T::alloc_mw(dev, type2, user.as_ref())?;
+        let (data, rkey) = T::alloc_mw(dev, PdId::of(ib.pd), type2, user.as_ref())?;
         ib.rkey = rkey;
         let this = mw.cast::<Self>();
         // SAFETY: `this` has room for `Self`; `data` is not initialised yet.

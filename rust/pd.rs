@@ -17,6 +17,19 @@ use super::{
 use core::ptr;
 use kernel::{prelude::*, types::Opaque};
 
+/// Which PD an object was made in, for the data path's checks (an MR serves a QP only
+/// if both are in the same PD). The PD's address: ib_core keeps a PD alive, at one
+/// address, for as long as any object counts on it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PdId(usize);
+
+impl PdId {
+    /// The id of a live PD.
+    pub(super) fn of(pd: *const bindings::ib_pd) -> Self {
+        Self(pd as usize)
+    }
+}
+
 /// A protection domain of driver `T`.
 ///
 /// # Invariants

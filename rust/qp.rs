@@ -22,6 +22,7 @@ use super::{
     bindings,
     cq::{Cq, UserCall},
     device::{Device, Driver, Mtu},
+    pd::PdId,
     srq::Srq,
     wr::WcQp,
 };
@@ -166,6 +167,8 @@ pub(crate) struct QpInit<'a, T: Driver> {
     pub(crate) create_flags: u32,
     /// How the QP's completions name it to a kernel consumer.
     pub(crate) wc_qp: WcQp,
+    /// The PD the QP was made in.
+    pub(crate) pd: PdId,
 }
 
 /// What a created QP reports back: its number and its actual capacities.
@@ -191,6 +194,8 @@ pub(crate) struct AddressVector {
     pub(crate) sl: u8,
     pub(crate) static_rate: u8,
     pub(crate) dgid: [u8; 16],
+    /// The source GID (the entry `sgid_index` names, as it was when the vector was set).
+    pub(crate) sgid: [u8; 16],
     pub(crate) flow_label: u32,
     pub(crate) sgid_index: u8,
     pub(crate) hop_limit: u8,
@@ -227,6 +232,12 @@ impl AddressVector {
             static_rate: a.static_rate,
             // SAFETY: The GID is plain bytes in either view of the union.
             dgid: unsafe { g.dgid.raw },
+            sgid: if g.sgid_attr.is_null() {
+                [0; 16]
+            } else {
+                // SAFETY: Valid per the caller; the GID is plain bytes.
+                unsafe { (*g.sgid_attr).gid.raw }
+            },
             flow_label: g.flow_label,
             sgid_index: g.sgid_index,
             hop_limit: g.hop_limit,
@@ -551,6 +562,7 @@ impl<T: Driver> Qp<T> {
             srq: (!a.srq.is_null()).then(|| unsafe { Srq::<T>::from_raw(a.srq) }),
             create_flags: a.create_flags,
             wc_qp: WcQp::new(qp),
+            pd: PdId::of(ib.pd),
         };
         // SAFETY: Per the caller.
         let user = unsafe { UserCall::<T>::from_udata(udata) };

@@ -11,6 +11,9 @@
 //! a burst of reasons to run coalesces into one run. [`Workqueue`] is a workqueue the
 //! device owns: dropping it waits until every task queued on it has run, which is what
 //! lets the module go away with no task left.
+//!
+//! A task also has a timer: [`Workqueue::run_after`] runs [`TaskRun::timer`] once a delay
+//! has passed (a `delayed_work`), and [`Task::cancel`] stops both.
 
 use super::bindings;
 use core::ptr::NonNull;
@@ -19,13 +22,18 @@ use kernel::{
     prelude::*,
     str::CStr,
     sync::Arc,
-    workqueue::{impl_has_work, Queue, Work, WorkItem},
+    workqueue::{
+        impl_has_delayed_work, impl_has_work, new_delayed_work, DelayedWork, Queue, Work, WorkItem,
+    },
 };
 
 /// What a [`Task`] does when it runs.
 pub(crate) trait TaskRun: Send + Sync + Sized + 'static {
     /// Runs in process context, on the workqueue the task was queued on.
     fn run(task: &Arc<Task<Self>>);
+
+    /// Runs in process context once the delay given to [`Workqueue::run_after`] passed.
+    fn timer(_task: &Arc<Task<Self>>) {}
 }
 
 /// Data with a work item that runs [`TaskRun::run`] on it.
@@ -34,11 +42,17 @@ pub(crate) struct Task<T> {
     #[pin]
     work: Work<Task<T>>,
     #[pin]
+    timer: DelayedWork<Task<T>, 1>,
+    #[pin]
     data: T,
 }
 
 impl_has_work! {
     impl{T} HasWork<Task<T>> for Task<T> { self.work }
+}
+
+impl_has_delayed_work! {
+    impl{T} HasDelayedWork<Task<T>, 1> for Task<T> { self.timer }
 }
 
 impl<T: TaskRun> WorkItem for Task<T> {
@@ -49,12 +63,21 @@ impl<T: TaskRun> WorkItem for Task<T> {
     }
 }
 
+impl<T: TaskRun> WorkItem<1> for Task<T> {
+    type Pointer = Arc<Task<T>>;
+
+    fn run(this: Arc<Task<T>>) {
+        T::timer(&this);
+    }
+}
+
 impl<T: TaskRun> Task<T> {
     /// Makes a task around `data`.
     pub(crate) fn new(data: impl PinInit<T, Error>) -> Result<Arc<Self>> {
         Arc::pin_init(
             try_pin_init!(Self {
                 work <- new_work!("rxe_rs::Task::work"),
+                timer <- new_delayed_work!("rxe_rs::Task::timer"),
                 data <- data,
             }),
             GFP_KERNEL,
@@ -63,10 +86,20 @@ impl<T: TaskRun> Task<T> {
 }
 
 impl<T> Task<T> {
-    /// Takes the task off its workqueue if it is queued there, and waits for a run in
-    /// progress to end: once this returns the task does not run again unless it is
+    /// Takes the task and its timer off their workqueue if they are queued there, and
+    /// waits for runs in progress to end: once this returns neither runs again unless
     /// queued again. Sleeps; never call it from the task itself.
     pub(crate) fn cancel(this: &Arc<Self>) {
+        let ptr = Arc::as_ptr(this);
+        // SAFETY: `ptr` points to a live task, whose `timer` `new` initialised; the work
+        // item is the first field of its `delayed_work`.
+        let dwork = unsafe { DelayedWork::raw_as_work(core::ptr::addr_of!((*ptr).timer)) };
+        // SAFETY: `dwork` is a valid, initialised delayed work item; process context.
+        if unsafe { bindings::cancel_delayed_work_sync(dwork.cast()) } {
+            // SAFETY: The timer was pending, so the queue held the reference that
+            // enqueueing leaked; cancelling gave it back.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
         let ptr = Arc::as_ptr(this);
         // SAFETY: `ptr` points to a live task, whose `work` `new` initialised.
         let work = unsafe { Work::raw_get(core::ptr::addr_of!((*ptr).work)) };
@@ -120,7 +153,14 @@ impl Workqueue {
     /// Queues `task` unless it is queued already (then it runs once for both reasons).
     pub(crate) fn run<T: TaskRun>(&self, task: &Arc<Task<T>>) {
         // An `Err` gives back the reference of a task that is already queued.
-        let _ = self.queue().enqueue(task.clone());
+        let _ = self.queue().enqueue::<_, 0>(task.clone());
+    }
+
+    /// Runs the timer of `task` in `ms` milliseconds, unless it is set already.
+    pub(crate) fn run_after<T: TaskRun>(&self, task: &Arc<Task<T>>, ms: u32) {
+        let delay = kernel::time::msecs_to_jiffies(ms);
+        // An `Err` gives back the reference of a timer that is already set.
+        let _ = self.queue().enqueue_delayed::<_, 1>(task.clone(), delay);
     }
 }
 

@@ -32,6 +32,13 @@ pub(crate) struct AhShared {
     av: AddressVector,
 }
 
+impl AhShared {
+    /// The address.
+    pub(crate) fn av(&self) -> &AddressVector {
+        &self.av
+    }
+}
+
 impl Numbered for AhShared {
     fn number(&self) -> &Number {
         &self.num

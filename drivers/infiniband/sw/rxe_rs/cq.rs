@@ -22,6 +22,7 @@
 //! CQ lock, so it consumes nothing meanwhile. The old ring's pages stay valid for as long
 //! as the process keeps them mapped.
 
+use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     mmap::UserMap,
@@ -33,19 +34,48 @@ use crate::{
     device::RxeRs,
     param::{self, Charge, Quota},
 };
-use kernel::{
-    new_spinlock,
-    prelude::*,
-    sync::{Arc, SpinLock},
-};
+use kernel::{prelude::*, sync::Arc};
 
 /// Bytes of a user completion (`struct ib_uverbs_wc`), which librxe copies out whole.
 const UVERBS_WC_LEN: usize = 48;
 
 /// Completion status: success (`IB_WC_SUCCESS`, shared with userspace).
 pub(crate) const WC_SUCCESS: u32 = 0;
+/// Completion status: a length beyond what the work request allows (`IB_WC_LOC_LEN_ERR`).
+pub(crate) const WC_LOC_LEN_ERR: u32 = 1;
+/// Completion status: a work request the QP cannot carry out (`IB_WC_LOC_QP_OP_ERR`).
+pub(crate) const WC_LOC_QP_OP_ERR: u32 = 2;
+/// Completion status: a local key or address that does not allow the access
+/// (`IB_WC_LOC_PROT_ERR`).
+pub(crate) const WC_LOC_PROT_ERR: u32 = 4;
 /// Completion status: flushed by the error state (`IB_WC_WR_FLUSH_ERR`).
 pub(crate) const WC_WR_FLUSH_ERR: u32 = 5;
+/// Completion status: the responder found the request invalid (`IB_WC_REM_INV_REQ_ERR`).
+pub(crate) const WC_REM_INV_REQ_ERR: u32 = 9;
+/// Completion status: the responder refused the access (`IB_WC_REM_ACCESS_ERR`).
+pub(crate) const WC_REM_ACCESS_ERR: u32 = 10;
+/// Completion status: the responder could not carry the request out
+/// (`IB_WC_REM_OP_ERR`).
+pub(crate) const WC_REM_OP_ERR: u32 = 11;
+/// Completion status: no acknowledgement came, retries included (`IB_WC_RETRY_EXC_ERR`).
+pub(crate) const WC_RETRY_EXC_ERR: u32 = 12;
+/// Completion status: the responder kept having no receive WQE
+/// (`IB_WC_RNR_RETRY_EXC_ERR`).
+pub(crate) const WC_RNR_RETRY_EXC_ERR: u32 = 13;
+
+/// Completion opcodes (`IB_WC_*`, the same values as `IBV_WC_*`).
+pub(crate) mod wc_op {
+    pub(crate) const SEND: u32 = 0;
+    pub(crate) const RDMA_WRITE: u32 = 1;
+    pub(crate) const RECV: u32 = 128;
+    pub(crate) const RECV_RDMA_WITH_IMM: u32 = 129;
+}
+
+/// Completion flags as userspace defines them (`IBV_WC_*`).
+pub(crate) mod wc_flag {
+    pub(crate) const GRH: u32 = 1 << 0;
+    pub(crate) const WITH_IMM: u32 = 1 << 1;
+}
 
 /// One completion, as the device produces it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -137,7 +167,7 @@ pub(crate) struct CqHandle(Arc<Task<CqShared>>);
 #[pin_data]
 pub(crate) struct CqShared {
     #[pin]
-    inner: SpinLock<CqInner>,
+    inner: SpinLockIrq<CqInner>,
     events: Arc<CqEvents>,
 }
 
@@ -346,7 +376,7 @@ impl RxeCq {
             None => (CqQueue::Kernel(KernelQueue::new(attr.cqe)?), attr.cqe),
         };
         let shared = Task::new(try_pin_init!(CqShared {
-            inner <- new_spinlock!(CqInner {
+            inner <- new_spinlock_irq!(CqInner {
                 queue,
                 armed: None,
                 tell_completion: false,

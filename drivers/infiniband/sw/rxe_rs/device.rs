@@ -17,6 +17,7 @@ use crate::ib::{
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
     netdev::NetDevice,
+    pd::PdId,
     qp::AddressVector,
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqModify},
@@ -26,6 +27,10 @@ use crate::ib::{
     udata::Udata,
     udp::Tunnels,
     wr::{RecvWr, SendWr, WcOut},
+};
+use crate::ib::{
+    skb::{Skb, SkbList},
+    sync::{new_spinlock_irq, SpinLockIrq},
 };
 use crate::param::{self, Quota};
 use crate::recv::Recv;
@@ -56,6 +61,15 @@ pub(crate) const PORT: u32 = 1;
 /// The driver: the verbs of an rxe_rs device.
 pub(crate) struct RxeRs;
 
+/// Packets the device sent to itself, waiting to be received.
+#[pin_data]
+pub(crate) struct LoopQueue {
+    #[pin]
+    list: SkbList,
+    /// Someone is receiving what is queued.
+    busy: bool,
+}
+
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RxeDev {
@@ -70,7 +84,7 @@ pub(crate) struct RxeDev {
     srqs: Arc<Quota>,
     srq_numbers: SrqNumbers,
     ahs: Arc<Quota>,
-    ah_table: Arc<AhTable>,
+    pub(crate) ah_table: Arc<AhTable>,
     pub(crate) mrs: Arc<Quota>,
     mws: Arc<Quota>,
     pub(crate) mr_table: Arc<KeyTable>,
@@ -83,6 +97,8 @@ pub(crate) struct RxeDev {
     pub(crate) qp_table: QpTable,
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
+    #[pin]
+    lo: SpinLockIrq<LoopQueue>,
     /// Where completions and events are delivered from; dropped last of the device's
     /// state, after every object is gone, waiting for what is still queued.
     pub(crate) wq: Workqueue,
@@ -109,8 +125,52 @@ impl RxeDev {
             mcast <- McastTable::new(),
             qp_table <- qp_table(),
             counters: Counters::new(),
+            lo <- new_spinlock_irq!(pin_init!(LoopQueue {
+                list <- SkbList::new(),
+                busy: false,
+            })),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
+    }
+
+    /// Receives a packet the device sent to itself.
+    ///
+    /// Receiving it may make more packets to the device (an acknowledgement, the next
+    /// packet of a message); they are queued and received by the same call, in order,
+    /// rather than by recursion. Whoever finds the queue idle receives until it is
+    /// empty; everyone else only queues. Packets are received in an RCU read-side
+    /// section, as packets from the network are.
+    pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) {
+        {
+            let mut q = dev.lo.lock();
+            let q = q.as_mut().project();
+            q.list.push(skb);
+            if *q.busy {
+                return;
+            }
+            *q.busy = true;
+        }
+        let _rcu = kernel::sync::rcu::read_lock();
+        loop {
+            let next = {
+                let mut q = dev.lo.lock();
+                let q = q.as_mut().project();
+                let next = q.list.pop();
+                if next.is_none() {
+                    *q.busy = false;
+                }
+                next
+            };
+            match next {
+                Some(skb) => crate::recv::deliver(dev, skb),
+                None => break,
+            }
+        }
+    }
+
+    /// The active path MTU in bytes.
+    pub(crate) fn mtu_bytes(&self) -> u32 {
+        self.active_mtu().bytes()
     }
 
     /// Follows a change of the netdev's MTU.
@@ -338,21 +398,22 @@ impl Driver for RxeRs {
 
     fn reg_user_mr(
         dev: &Device<Self>,
+        pd: PdId,
         start: u64,
         len: u64,
-        _iova: u64,
+        iova: u64,
         access: u32,
         user: &UserCall<'_, Self>,
     ) -> Result<MrCreated<RxeMr>> {
-        RxeMr::reg_user(dev, start, len, access, user)
+        RxeMr::reg_user(dev, pd, (start, len, iova), access, user)
     }
 
-    fn get_dma_mr(dev: &Device<Self>, access: u32) -> Result<MrCreated<RxeMr>> {
-        RxeMr::dma(dev, access)
+    fn get_dma_mr(dev: &Device<Self>, pd: PdId, access: u32) -> Result<MrCreated<RxeMr>> {
+        RxeMr::dma(dev, pd, access)
     }
 
-    fn alloc_mr(dev: &Device<Self>, max_pages: u32) -> Result<MrCreated<RxeMr>> {
-        RxeMr::fast(dev, max_pages)
+    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<RxeMr>> {
+        RxeMr::fast(dev, pd, max_pages)
     }
 
     fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList> {
@@ -361,10 +422,11 @@ impl Driver for RxeRs {
 
     fn alloc_mw(
         dev: &Device<Self>,
+        pd: PdId,
         _type2: bool,
         user: Option<&UserCall<'_, Self>>,
     ) -> Result<(RxeMw, u32)> {
-        RxeMw::alloc(dev, &dev.mws, user)
+        RxeMw::alloc(dev, pd, &dev.mws, user)
     }
 
     fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {

@@ -7,14 +7,20 @@
 //! list a kernel consumer maps into it (`ib_map_mr_sg()`). Keys are `index << 8 | key`: MR indices
 //! run from 1 to 2^19, MW indices above, so one key names one object; the low byte
 //! changes with every registration so that a stale key of a freed object is not taken
-//! for the next one with the same index. Nothing reads or writes the memory before the
-//! data path exists.
+//! for the next one with the same index.
+//!
+//! The data path finds an MR by key ([`lookup`]): the entry holds everything a packet or
+//! a work request needs (key, PD, access rights, address range, the pinned pages), and
+//! a lookup hands out a reference to it, so memory stays pinned while a copy to or from
+//! it runs even if the MR is deregistered meanwhile. Only user MRs carry data yet: the
+//! DMA and fast-registration MRs of kernel consumers are found but refuse access.
 
 use crate::device::RxeRs;
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
     mr::{MrCreated, PageList, Umem},
+    pd::PdId,
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
@@ -47,9 +53,90 @@ pub(crate) const OPTIONAL_ACCESS: u32 = 0x3ff0_0000;
 /// `IB_ACCESS_ON_DEMAND`: on-demand paging, not offered (the device does not say it is).
 const ON_DEMAND: u32 = 1 << 6;
 
+/// The memory behind a key.
+enum Memory {
+    /// A process's pinned pages.
+    User(Umem),
+    /// A kernel consumer's: all of memory (DMA MR) or a fast-registration MR's pages.
+    Kernel,
+    /// A memory window, not bound to anything.
+    Window,
+}
+
 /// What a key stands for, found by its index.
 pub(crate) struct KeyEntry {
     index: Number,
+    /// The whole key, set once the index is known.
+    key: Atomic<u32>,
+    pd: PdId,
+    access: u32,
+    /// The first address the key covers, and how many bytes.
+    iova: u64,
+    length: u64,
+    memory: Memory,
+}
+
+/// Why an access through a key was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AccessError {
+    /// No such key, another PD's, or rights it does not grant.
+    Key,
+    /// Outside the range the key covers.
+    Range,
+}
+
+/// Access rights (`IB_ACCESS_*`) an operation needs.
+pub(crate) mod need {
+    /// Reading local memory: every MR allows it.
+    pub(crate) const LOCAL_READ: u32 = 0;
+    pub(crate) const LOCAL_WRITE: u32 = 1 << 0;
+    pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
+}
+
+impl KeyEntry {
+    /// Checks that `len` bytes at `iova` are inside the key's range; returns the offset
+    /// of `iova` in it.
+    fn offset(&self, iova: u64, len: usize) -> Result<usize, AccessError> {
+        let off = iova.checked_sub(self.iova).ok_or(AccessError::Range)?;
+        let end = off.checked_add(len as u64).ok_or(AccessError::Range)?;
+        if end > self.length {
+            return Err(AccessError::Range);
+        }
+        usize::try_from(off).map_err(|_| AccessError::Range)
+    }
+
+    /// Copies `data` into the memory at `iova`.
+    pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
+        let off = self.offset(iova, data.len())?;
+        match &self.memory {
+            Memory::User(u) => u.write(off, data).map_err(|_| AccessError::Range),
+            Memory::Kernel | Memory::Window => Err(AccessError::Key),
+        }
+    }
+
+    /// Copies the memory at `iova` into `out`.
+    pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), AccessError> {
+        let off = self.offset(iova, out.len())?;
+        match &self.memory {
+            Memory::User(u) => u.read(off, out).map_err(|_| AccessError::Range),
+            Memory::Kernel | Memory::Window => Err(AccessError::Key),
+        }
+    }
+}
+
+/// Finds the MR `key` names for an access that needs the rights `need` from a QP of PD
+/// `pd`.
+pub(crate) fn lookup(
+    table: &KeyTable,
+    key: u32,
+    pd: PdId,
+    need: u32,
+) -> Result<Arc<KeyEntry>, AccessError> {
+    let e = table.get(key >> 8).ok_or(AccessError::Key)?;
+    if e.key.load(Relaxed) != key || e.pd != pd || e.access & need != need {
+        return Err(AccessError::Key);
+    }
+    Ok(e)
 }
 
 impl Numbered for KeyEntry {
@@ -90,32 +177,54 @@ struct Held {
 }
 
 impl Held {
-    fn take(table: &Arc<KeyTable>) -> Result<Self> {
+    /// Publishes an entry for `memory` under a free index and gives it its key.
+    fn take(
+        table: &Arc<KeyTable>,
+        key_byte: &KeyByte,
+        pd: PdId,
+        access: u32,
+        (iova, length): (u64, u64),
+        memory: Memory,
+    ) -> Result<(Self, u32)> {
         let entry = Arc::new(
             KeyEntry {
                 index: Number::new(),
+                key: Atomic::new(0),
+                pd,
+                access,
+                iova,
+                length,
+                memory,
             },
             GFP_KERNEL,
         )?;
-        table.insert(&entry)?;
-        Ok(Self {
-            entry,
-            table: table.clone(),
-        })
+        let index = table.insert(&entry)?;
+        // Until this store no key matches the entry (0 is never a key: indices start at 1).
+        let key = key_byte.key(index);
+        entry.key.store(key, Relaxed);
+        Ok((
+            Self {
+                entry,
+                table: table.clone(),
+            },
+            key,
+        ))
     }
 }
 
 impl Drop for Held {
     fn drop(&mut self) {
         self.table.remove(self.entry.index.get());
+        // The data path looks keys up only in RCU read-side sections: after a grace
+        // period nobody else holds the entry, so the pages are unpinned here, in process
+        // context, when `entry` goes.
+        crate::ib::sync::synchronize_rcu();
     }
 }
 
 /// The driver's part of a memory region.
 pub(crate) struct RxeMr {
     _held: Held,
-    /// The pinned pages of a user MR (`None` for a DMA or fast-registration MR).
-    _umem: Option<Umem>,
     /// The pages a fast-registration MR maps (`None` for the other kinds).
     pages: Option<Arc<PageList>>,
     _charge: Charge,
@@ -124,8 +233,8 @@ pub(crate) struct RxeMr {
 impl RxeMr {
     pub(crate) fn reg_user(
         dev: &Device<RxeRs>,
-        start: u64,
-        len: u64,
+        pd: PdId,
+        (start, len, iova): (u64, u64, u64),
         access: u32,
         _user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
@@ -134,23 +243,25 @@ impl RxeMr {
         }
         let charge = Quota::charge(&dev.mrs)?;
         let umem = Umem::get(dev, start, len, access)?;
-        Self::finish(dev, Some(umem), None, charge)
+        let range = (iova, umem.len() as u64);
+        Self::finish(dev, pd, access, range, Memory::User(umem), None, charge)
     }
 
-    pub(crate) fn dma(dev: &Device<RxeRs>, _access: u32) -> Result<MrCreated<Self>> {
+    pub(crate) fn dma(dev: &Device<RxeRs>, pd: PdId, access: u32) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
-        Self::finish(dev, None, None, charge)
+        Self::finish(dev, pd, access, (0, u64::MAX), Memory::Kernel, None, charge)
     }
 
     /// A fast-registration MR for up to `max_pages` pages (at most what the device
     /// advertises).
-    pub(crate) fn fast(dev: &Device<RxeRs>, max_pages: u32) -> Result<MrCreated<Self>> {
+    pub(crate) fn fast(dev: &Device<RxeRs>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self>> {
         if max_pages > param::MAX_FAST_REG_PAGE_LIST_LEN {
             return Err(EINVAL);
         }
         let charge = Quota::charge(&dev.mrs)?;
         let pages = PageList::new(max_pages)?;
-        Self::finish(dev, None, Some(pages), charge)
+        // No access until a REG_MR work request registers it.
+        Self::finish(dev, pd, 0, (0, 0), Memory::Kernel, Some(pages), charge)
     }
 
     /// The page list of a fast-registration MR.
@@ -160,16 +271,17 @@ impl RxeMr {
 
     fn finish(
         dev: &Device<RxeRs>,
-        umem: Option<Umem>,
+        pd: PdId,
+        access: u32,
+        range: (u64, u64),
+        memory: Memory,
         pages: Option<Arc<PageList>>,
         charge: Charge,
     ) -> Result<MrCreated<Self>> {
-        let held = Held::take(&dev.mr_table)?;
-        let key = dev.key_byte.key(held.entry.index.get());
+        let (held, key) = Held::take(&dev.mr_table, &dev.key_byte, pd, access, range, memory)?;
         Ok(MrCreated {
             data: Self {
                 _held: held,
-                _umem: umem,
                 pages,
                 _charge: charge,
             },
@@ -188,6 +300,7 @@ pub(crate) struct RxeMw {
 impl RxeMw {
     pub(crate) fn alloc(
         dev: &Device<RxeRs>,
+        pd: PdId,
         mws: &Arc<Quota>,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<(Self, u32)> {
@@ -195,8 +308,7 @@ impl RxeMw {
             user.udata.require_empty_input()?;
         }
         let charge = Quota::charge(mws)?;
-        let held = Held::take(&dev.mw_table)?;
-        let rkey = dev.key_byte.key(held.entry.index.get());
+        let (held, rkey) = Held::take(&dev.mw_table, &dev.key_byte, pd, 0, (0, 0), Memory::Window)?;
         Ok((
             Self {
                 _held: held,

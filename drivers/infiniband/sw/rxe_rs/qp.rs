@@ -18,11 +18,14 @@
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
-use crate::cq::{Completion, CqHandle, WC_WR_FLUSH_ERR};
+use crate::comp::After;
+use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
 use crate::device::RxeRs;
+use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
-    device::{eopnotsupp, Device, Mtu},
+    device::{eopnotsupp, Device, DeviceRef, Mtu},
+    pd::PdId,
     qp::{
         transition_ok, AddressVector, NetworkType, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent,
         QpEvents, QpInit, QpState, QpType,
@@ -32,16 +35,17 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
+use crate::req::{ReqState, Step};
+use crate::resp::{Msg, RespState};
+use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
+use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
-use kernel::{
-    new_spinlock,
-    prelude::*,
-    sync::{Arc, SpinLock},
-};
+use crate::wqe::SEND_WQE_HDR;
+use kernel::{prelude::*, sync::Arc};
 
-/// Bytes of a send WQE before its SGEs or inline data (`struct rxe_send_wqe`).
-const SEND_WQE_HDR: usize = 208;
+/// The GSI QP's Q_Key.
+pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
 
 /// The lowest QP number handed out; below are the special QPs.
 const FIRST_QPN: u32 = 16;
@@ -71,36 +75,47 @@ pub(crate) fn qp_table() -> impl PinInit<QpTable, Error> {
 
 /// The attributes a QP keeps (`modify_qp` sets them, `query_qp` reports them).
 #[derive(Clone, Default)]
-struct Attrs {
-    path_mtu: Option<Mtu>,
-    path_mig_state: u32,
-    qkey: u32,
-    rq_psn: u32,
-    sq_psn: u32,
-    dest_qp_num: u32,
-    access_flags: u32,
-    av: AddressVector,
-    alt_av: AddressVector,
-    pkey_index: u16,
-    alt_pkey_index: u16,
-    en_sqd_async_notify: bool,
-    max_rd_atomic: u8,
-    max_dest_rd_atomic: u8,
-    min_rnr_timer: u8,
-    port_num: u32,
-    timeout: u8,
-    retry_cnt: u8,
-    rnr_retry: u8,
-    alt_port_num: u32,
-    alt_timeout: u8,
+pub(crate) struct Attrs {
+    pub(crate) path_mtu: Option<Mtu>,
+    pub(crate) path_mig_state: u32,
+    pub(crate) qkey: u32,
+    pub(crate) rq_psn: u32,
+    pub(crate) sq_psn: u32,
+    pub(crate) dest_qp_num: u32,
+    pub(crate) access_flags: u32,
+    pub(crate) av: AddressVector,
+    pub(crate) alt_av: AddressVector,
+    pub(crate) pkey_index: u16,
+    pub(crate) alt_pkey_index: u16,
+    pub(crate) en_sqd_async_notify: bool,
+    pub(crate) max_rd_atomic: u8,
+    pub(crate) max_dest_rd_atomic: u8,
+    pub(crate) min_rnr_timer: u8,
+    pub(crate) port_num: u32,
+    pub(crate) timeout: u8,
+    pub(crate) retry_cnt: u8,
+    pub(crate) rnr_retry: u8,
+    pub(crate) alt_port_num: u32,
+    pub(crate) alt_timeout: u8,
 }
 
-struct QpInner {
-    state: QpState,
-    attrs: Attrs,
-    sq: WqeRing,
+pub(crate) struct QpInner {
+    pub(crate) state: QpState,
+    pub(crate) attrs: Attrs,
+    pub(crate) sq: WqeRing,
     /// `None` when receives come from an SRQ.
-    rq: Option<WqeRing>,
+    pub(crate) rq: Option<WqeRing>,
+    /// The PSN of the requester's next packet.
+    pub(crate) req_psn: u32,
+    pub(crate) req: ReqState,
+    pub(crate) resp: RespState,
+    /// RNR NAKs and timeouts the oldest WQE may still meet (7 RNR: no limit).
+    pub(crate) rnr_left: u8,
+    pub(crate) retry_left: u8,
+    /// Sending waits for the RNR timer.
+    pub(crate) rnr_wait: bool,
+    /// An acknowledgement made progress since the timeout timer was set.
+    pub(crate) progress: bool,
     /// Set by destroy: nothing is processed any more.
     dead: bool,
     /// Events to deliver from the workqueue.
@@ -112,14 +127,31 @@ struct QpInner {
 pub(crate) struct QpShared {
     qp_num: Number,
     /// How completions name the QP to a kernel consumer.
-    wc_qp: WcQp,
+    pub(crate) wc_qp: WcQp,
+    pub(crate) qp_type: QpType,
+    pub(crate) pd: PdId,
+    pub(crate) sq_sig_all: bool,
+    /// The queues' limits: SGEs and inline bytes per send WQE, SGEs per receive WQE.
+    pub(crate) sq_max_sge: u32,
+    pub(crate) sq_max_inline: u32,
+    pub(crate) rq_max_sge: u32,
     #[pin]
-    inner: SpinLock<QpInner>,
-    send_cq: CqHandle,
-    recv_cq: CqHandle,
+    inner: SpinLockIrq<QpInner>,
+    pub(crate) send_cq: CqHandle,
+    pub(crate) recv_cq: CqHandle,
     /// The SRQ receives come from, kept alive while the QP is.
-    srq: Option<SrqHandle>,
+    pub(crate) srq: Option<SrqHandle>,
     events: Arc<QpEvents>,
+    /// The device, for the QP's timer; ib_core destroys every QP before it waits for
+    /// the device's references to go.
+    dev: DeviceRef<RxeRs>,
+}
+
+impl QpShared {
+    /// The QP's number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        self.qp_num.get()
+    }
 }
 
 impl Numbered for Task<QpShared> {
@@ -141,6 +173,65 @@ impl TaskRun for QpShared {
             task.events.raise(ev);
         }
     }
+
+    /// The RNR timer ran out, or the acknowledgement timeout.
+    fn timer(task: &Arc<Task<Self>>) {
+        let dev = &task.dev;
+        {
+            let mut inner = task.inner.lock();
+            if inner.dead || inner.state != QpState::Rts {
+                return;
+            }
+            if inner.rnr_wait {
+                inner.rnr_wait = false;
+            } else {
+                let head = inner.sq.consumer();
+                let unacked = head != inner.req.next || inner.req.cur.is_some();
+                if !unacked {
+                    return;
+                }
+                if inner.progress {
+                    // Acknowledgements are coming: look again one timeout later.
+                    inner.progress = false;
+                    if let Some(ms) = timeout_ms(inner.attrs.timeout) {
+                        dev.wq.run_after(task, ms);
+                    }
+                    return;
+                }
+                if inner.retry_left == 0 {
+                    let rec = inner.req.record(head);
+                    crate::req::fail(dev, task, &mut inner, rec.wr_id, WC_RETRY_EXC_ERR);
+                    return;
+                }
+                inner.retry_left -= 1;
+                dev.counters.inc(Counter::Retransmit);
+                crate::comp::go_back(&mut inner);
+            }
+        }
+        RxeQp::run_requester(dev, task);
+    }
+}
+
+/// The acknowledgement timeout of a QP's `timeout` attribute (4.096 us * 2^timeout),
+/// in milliseconds; `None` for 0, which means "wait for ever".
+fn timeout_ms(timeout: u8) -> Option<u32> {
+    if timeout == 0 {
+        return None;
+    }
+    let ns = 4096u64 << timeout.min(31);
+    Some(ns.div_ceil(1_000_000).min(u64::from(u32::MAX)) as u32)
+}
+
+/// The RNR NAK timer values of the InfiniBand specification, in microseconds.
+const RNR_TIMER_US: [u32; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
+];
+
+/// The wait an RNR NAK with timer field `t` asks for, in milliseconds (at least 1).
+pub(crate) fn rnr_ms(t: u8) -> u32 {
+    RNR_TIMER_US[usize::from(t & 0x1f)].div_ceil(1000).max(1)
 }
 
 /// The driver's part of a queue pair.
@@ -240,10 +331,22 @@ impl RxeQp {
 
         let (send_cq, recv_cq) = (init.send_cq.handle().clone(), init.recv_cq.handle().clone());
         let srq = init.srq.map(|s| s.handle().clone());
+        let slots = match init.qp_type {
+            QpType::Rc | QpType::Uc => sq.slots(),
+            _ => 0,
+        };
+        let req = ReqState::new(slots)?;
+        let dev_ref = dev.get_ref().ok_or(ENODEV)?;
         let shared = Task::new(try_pin_init!(QpShared {
-                wc_qp: init.wc_qp,
+            wc_qp: init.wc_qp,
+            qp_type: init.qp_type,
+            pd: init.pd,
+            sq_sig_all: init.sq_sig_all,
+            sq_max_sge: cap.max_send_sge,
+            sq_max_inline: cap.max_inline_data,
+            rq_max_sge: cap.max_recv_sge,
             qp_num: Number::new(),
-            inner <- new_spinlock!(QpInner {
+            inner <- new_spinlock_irq!(QpInner {
                 state: QpState::Reset,
                 attrs: Attrs {
                     port_num: crate::device::PORT,
@@ -251,6 +354,13 @@ impl RxeQp {
                 },
                 sq,
                 rq,
+                req_psn: 0,
+                req,
+                resp: RespState::new(),
+                rnr_left: 0,
+                retry_left: 0,
+                rnr_wait: false,
+                progress: false,
                 dead: false,
                 pending: KVec::new(),
             }),
@@ -258,6 +368,7 @@ impl RxeQp {
             recv_cq,
             srq,
             events: events.clone(),
+            dev: dev_ref,
         }))?;
         // The GSI QP is QP1 (one port, so one of them); the others are numbered from
         // the table's range.
@@ -391,6 +502,12 @@ impl RxeQp {
         if let Some(v) = a.dest_qp_num {
             at.dest_qp_num = v & QPN_MASK;
         }
+        if a.sq_psn.is_some() {
+            inner.req_psn = inner.attrs.sq_psn;
+        }
+        if a.rq_psn.is_some() {
+            inner.resp.psn = inner.attrs.rq_psn;
+        }
 
         let mut wake = false;
         if let Some(state) = a.state {
@@ -401,11 +518,24 @@ impl RxeQp {
                     if let Some(rq) = &mut inner.rq {
                         rq.reset();
                     }
+                    inner.req.reset();
+                    inner.resp.reset(0);
+                    inner.req_psn = 0;
+                    inner.rnr_wait = false;
+                }
+                QpState::Rtr if cur != QpState::Rtr => {
+                    let psn = inner.attrs.rq_psn;
+                    inner.resp.reset(psn);
+                }
+                QpState::Rts if cur != QpState::Rts => {
+                    inner.rnr_left = inner.attrs.rnr_retry;
+                    inner.retry_left = inner.attrs.retry_cnt;
                 }
                 QpState::Err => {
                     Self::flush(&qp.shared, &mut inner, wq);
                     // An SRQ-attached QP in error takes no more receives from the SRQ
-                    // (none is ever in progress yet): say so, once per entry into ERR.
+                    // (none is ever in progress: each message is taken whole): say so,
+                    // once per entry into ERR.
                     if qp.shared.srq.is_some() && cur != QpState::Err {
                         inner.pending.push(QpEvent::LastWqeReached, GFP_ATOMIC)?;
                         wake = true;
@@ -428,11 +558,136 @@ impl RxeQp {
         Ok(())
     }
 
-    /// Flushes both queues of a QP in the error state.
+    /// Moves a QP to the error state from the data path (a work request or packet that
+    /// failed): everything outstanding is flushed.
+    pub(crate) fn enter_err(
+        dev: &Device<RxeRs>,
+        shared: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+    ) {
+        if inner.state == QpState::Err {
+            return;
+        }
+        inner.state = QpState::Err;
+        Self::flush(shared, inner, &dev.wq);
+        // Room may be lacking (allocated atomically); the event is then lost, as an
+        // event beyond a hardware queue's room would be.
+        if shared.srq.is_some()
+            && inner
+                .pending
+                .push(QpEvent::LastWqeReached, GFP_ATOMIC)
+                .is_ok()
+        {
+            dev.wq.run(shared);
+        }
+    }
+
+    /// Runs the requester until the send queue has nothing more to send now.
+    ///
+    /// Packets are built under the QP's lock and sent after it is released, in an RCU
+    /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
+    /// in PSN order; a caller that finds it running asks the runner to look again.
+    pub(crate) fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+        let Some(ndev) = dev.netdev(crate::device::PORT) else {
+            return;
+        };
+        {
+            let mut inner = shared.inner.lock();
+            if inner.req.busy {
+                inner.req.again = true;
+                return;
+            }
+            inner.req.busy = true;
+        }
+        let _rcu = kernel::sync::rcu::read_lock();
+        let mut timeout = None;
+        loop {
+            let step = {
+                let mut inner = shared.inner.lock();
+                let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
+                let step = if go {
+                    crate::req::step(dev, &ndev, shared, &mut inner)
+                } else {
+                    Step::Idle
+                };
+                match step {
+                    Step::Idle if go && inner.req.again => {
+                        inner.req.again = false;
+                        Step::Again
+                    }
+                    Step::Idle => {
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        Step::Idle
+                    }
+                    Step::Packet(_) if shared.qp_type == QpType::Rc => {
+                        timeout = timeout_ms(inner.attrs.timeout);
+                        step
+                    }
+                    other => other,
+                }
+            };
+            match step {
+                Step::Packet(out) => crate::xmit::send(dev, &ndev, out),
+                Step::Again => continue,
+                Step::Idle => break,
+            }
+        }
+        // Packets await acknowledgement: check on them when the timeout runs out.
+        if let Some(ms) = timeout {
+            dev.wq.run_after(shared, ms);
+        }
+    }
+
+    /// A packet for the QP `qp`; returns whether the QP took it.
+    pub(crate) fn receive(
+        dev: &Device<RxeRs>,
+        qp: &Arc<Task<QpShared>>,
+        pkt: &Packet<'_>,
+        ip: &[u8],
+    ) -> bool {
+        let Some(ndev) = dev.netdev(crate::device::PORT) else {
+            return false;
+        };
+        let mut inner = qp.inner.lock();
+        if inner.dead {
+            return false;
+        }
+        if pkt.info.flags & flag::REQUEST != 0 {
+            let (taken, reply) = crate::resp::request(dev, &ndev, qp, &mut inner, pkt, ip);
+            drop(inner);
+            if let Some(out) = reply {
+                crate::xmit::send(dev, &ndev, out);
+            }
+            return taken;
+        }
+        let (taken, after) = crate::comp::response(dev, qp, &mut inner, pkt);
+        drop(inner);
+        if let After::Send = after {
+            Self::run_requester(dev, qp);
+        }
+        taken
+    }
+
+    /// Flushes both queues of a QP in the error state, and the receive WQE a message
+    /// was being placed into, which comes before those still in the ring.
     fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
         inner
             .sq
             .flush(&shared.send_cq, wq, shared.qp_num.get(), shared.wc_qp);
+        inner.req.cur = None;
+        inner.req.next = inner.sq.consumer();
+        inner.rnr_wait = false;
+        if let Some(Msg::Send(wqe, _)) = inner.resp.msg.take() {
+            let c = Completion {
+                wr_id: wqe.wr_id,
+                status: WC_WR_FLUSH_ERR,
+                qp_num: shared.qp_num.get(),
+                wc_qp: shared.wc_qp,
+                ..Default::default()
+            };
+            shared.recv_cq.post(wq, &c, false);
+        }
         if let Some(rq) = &mut inner.rq {
             rq.flush(&shared.recv_cq, wq, shared.qp_num.get(), shared.wc_qp);
         }
@@ -544,10 +799,13 @@ impl RxeQp {
                 Self::flush(&qp.shared, &mut inner, &qp.device().wq);
                 Ok(())
             }
-            // No new send is started while draining.
-            QpState::Sqd => Ok(()),
-            // The requester does not exist yet: nothing would ever be sent.
-            QpState::Rts | QpState::Sqe => Err(eopnotsupp()),
+            // No new send is started while draining or after a send queue error.
+            QpState::Sqd | QpState::Sqe => Ok(()),
+            QpState::Rts => {
+                drop(inner);
+                Self::run_requester(qp.device(), &qp.shared);
+                Ok(())
+            }
         }
     }
 
@@ -569,8 +827,13 @@ impl RxeQp {
         // Nothing re-queues a dead QP's task: once it is off the workqueue, nothing of
         // the QP runs.
         Task::cancel(&qp.shared);
-        // No new packet can find it (none is looked up yet, but the number is freed).
+        // No new packet can find it.
         qp.device().qp_table.remove(qp.qp_num());
+        // The data path uses a QP only in RCU read-side sections (packets in softirq,
+        // the device's own packets, the requester): once a grace period has passed,
+        // none is still at work on this one, every packet it built has been handed on,
+        // and its last references are ours, so its rings go here, in process context.
+        crate::ib::sync::synchronize_rcu();
     }
 }
 

@@ -159,6 +159,51 @@ impl WqeRing {
         Ok(())
     }
 
+    /// The device's consumer index (masked).
+    pub(crate) fn consumer(&self) -> u32 {
+        self.consumer
+    }
+
+    /// The producer index as last published (masked).
+    pub(crate) fn producer(&self) -> u32 {
+        self.ring.producer()
+    }
+
+    /// The index after `index`.
+    pub(crate) fn next_index(&self, index: u32) -> u32 {
+        index.wrapping_add(1) & self.ring.geometry().mask()
+    }
+
+    /// The number of slots (capacity plus the one that stays empty).
+    pub(crate) fn slots(&self) -> usize {
+        self.ring.geometry().mask() as usize + 1
+    }
+
+    /// Copies out the work request in slot `index`, consumed or not.
+    pub(crate) fn read_at<const N: usize>(&self, index: u32) -> [u8; N] {
+        let mut b = [0u8; N];
+        self.ring.read_slot(index, &mut b);
+        b
+    }
+
+    /// Consumes the oldest work request (its slot is the producer's again).
+    pub(crate) fn advance(&mut self) {
+        self.consumer = self.next_index(self.consumer);
+        self.ring.set_consumer(self.consumer);
+    }
+
+    /// Copies out the oldest posted work request and consumes it.
+    pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
+        if self.consumer == self.ring.producer() {
+            return None;
+        }
+        let mut b = [0u8; N];
+        self.ring.read_slot(self.consumer, &mut b);
+        self.consumer = self.consumer.wrapping_add(1) & self.ring.geometry().mask();
+        self.ring.set_consumer(self.consumer);
+        Some(b)
+    }
+
     /// Back to empty, as librxe does with its side on a move to RESET.
     pub(crate) fn reset(&mut self) {
         self.consumer = 0;

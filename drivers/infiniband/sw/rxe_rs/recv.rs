@@ -3,14 +3,16 @@
 //! The receive path: RoCE v2 packets from the UDP tunnel, checked before anything of
 //! them is used.
 //!
-//! A packet arrives in softirq context. It is dropped (and counted) unless it came in on
-//! a netdev one of our devices sits on, its IP header is a plain IPv4 (no options) or
-//! IPv6 one, its transport headers are well-formed for its opcode and its ICRC matches.
-//! No QP takes packets before the responder and completer exist, so a packet that
-//! passes every check is counted as one no QP could take.
+//! A packet arrives in softirq context (or from the device itself, see
+//! `RxeDev::loopback`). It is dropped (and counted) unless it came in on a netdev one of
+//! our devices sits on, its IP header is a plain IPv4 (no options) or IPv6 one, its
+//! transport headers are well-formed for its opcode and its ICRC matches. Then the QP
+//! its BTH names takes it (see `qp::RxeQp::receive`), under its lock; what the QP sends
+//! in answer leaves after the lock is released.
 
 use crate::device::RxeRs;
 use crate::ib::{device::Device, skb::Skb, udp::Receiver};
+use crate::qp::RxeQp;
 use crate::roce::{icrc, packet::Packet};
 use crate::stats::Counter;
 
@@ -26,7 +28,7 @@ enum Refused {
 }
 
 /// Checks a linear packet: `bytes` from the IP header on, `udp` the UDP header's offset.
-fn check(bytes: &[u8], udp: usize) -> Result<(), Refused> {
+fn check(bytes: &[u8], udp: usize) -> Result<Packet<'_>, Refused> {
     let transport = bytes.get(udp + icrc::UDP_LEN..).ok_or(Refused::Malformed)?;
     let udp_hdr: &[u8; icrc::UDP_LEN] = bytes
         .get(udp..udp + icrc::UDP_LEN)
@@ -52,7 +54,38 @@ fn check(bytes: &[u8], udp: usize) -> Result<(), Refused> {
     if sum != pkt.icrc() {
         return Err(Refused::Icrc);
     }
-    Ok(())
+    Ok(pkt)
+}
+
+/// Receives a linear packet on `dev`.
+pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb) {
+    let counters = &dev.counters;
+    counters.inc(Counter::Received);
+    let Some((bytes, udp)) = skb.network_bytes() else {
+        counters.inc(Counter::Malformed);
+        counters.inc(Counter::Dropped);
+        return;
+    };
+    let pkt = match check(bytes, udp) {
+        Ok(p) => p,
+        Err(why) => {
+            counters.inc(match why {
+                Refused::Malformed => Counter::Malformed,
+                Refused::Icrc => Counter::IcrcError,
+            });
+            counters.inc(Counter::Dropped);
+            return;
+        }
+    };
+    let Some(qp) = dev.qp_table.get(pkt.bth.dest_qp) else {
+        counters.inc(Counter::NoQp);
+        counters.inc(Counter::Dropped);
+        return;
+    };
+    if !RxeQp::receive(dev, &qp, &pkt, &bytes[..udp]) {
+        counters.inc(Counter::QpDropped);
+        counters.inc(Counter::Dropped);
+    }
 }
 
 impl Receiver for Recv {
@@ -61,20 +94,12 @@ impl Receiver for Recv {
             // Not on one of our devices' netdevs.
             return;
         };
-        let counters = &dev.counters;
-        counters.inc(Counter::Received);
-        let verdict = match skb.linearize() {
-            Err(_) => Err(Refused::Malformed),
-            Ok(()) => match skb.network_bytes() {
-                Some((bytes, udp)) => check(bytes, udp),
-                None => Err(Refused::Malformed),
-            },
-        };
-        counters.inc(match verdict {
-            Err(Refused::Malformed) => Counter::Malformed,
-            Err(Refused::Icrc) => Counter::IcrcError,
-            Ok(()) => Counter::NoQp,
-        });
-        counters.inc(Counter::Dropped);
+        if skb.linearize().is_err() {
+            dev.counters.inc(Counter::Received);
+            dev.counters.inc(Counter::Malformed);
+            dev.counters.inc(Counter::Dropped);
+            return;
+        }
+        deliver(&dev, skb);
     }
 }

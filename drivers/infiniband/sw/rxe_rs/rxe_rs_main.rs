@@ -18,6 +18,7 @@
 mod ib;
 
 mod ah;
+mod comp;
 mod cq;
 mod device;
 mod mcast;
@@ -28,12 +29,16 @@ mod pd;
 mod qp;
 mod queue;
 mod recv;
+mod req;
+mod resp;
 #[path = "roce/lib.rs"]
 pub mod roce;
 mod srq;
 mod stats;
 mod table;
 mod ucontext;
+mod wqe;
+mod xmit;
 
 use kernel::prelude::*;
 

@@ -14,6 +14,7 @@
 //! holds its own lock across the resize, so it posts nothing meanwhile.
 
 use crate::device::RxeRs;
+use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
     srq::{Srq, SrqAttr, SrqModify},
@@ -21,12 +22,12 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
+use crate::wqe::{RecvWqe, WqeError, MAX_RECV_WQE};
 use kernel::{
-    new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc, SpinLock,
+        Arc,
     },
     uaccess::{UserPtr, UserSlice},
 };
@@ -54,8 +55,10 @@ pub(crate) struct SrqHandle(Arc<SrqShared>);
 
 #[pin_data]
 pub(crate) struct SrqShared {
+    /// SGEs per receive WQE.
+    max_sge: u32,
     #[pin]
-    inner: SpinLock<SrqInner>,
+    inner: SpinLockIrq<SrqInner>,
 }
 
 struct SrqInner {
@@ -117,7 +120,8 @@ impl RxeSrq {
         };
         let shared = Arc::pin_init(
             pin_init!(SrqShared {
-                inner <- new_spinlock!(SrqInner {
+                max_sge,
+                inner <- new_spinlock_irq!(SrqInner {
                     ring,
                     limit: attr.srq_limit,
                 }),
@@ -206,5 +210,14 @@ impl RxeSrq {
             max_sge: self.max_sge,
             srq_limit: inner.limit,
         }
+    }
+}
+
+impl SrqHandle {
+    /// Takes the oldest posted receive for an arriving message.
+    pub(crate) fn take(&self) -> Option<Result<RecvWqe, WqeError>> {
+        let mut inner = self.0.inner.lock();
+        let bytes = inner.ring.take::<MAX_RECV_WQE>()?;
+        Some(RecvWqe::parse(bytes, self.0.max_sge))
     }
 }

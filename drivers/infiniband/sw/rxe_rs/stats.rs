@@ -18,23 +18,39 @@ pub(crate) enum Counter {
     IcrcError,
     /// Well-formed packets that no QP could take.
     NoQp,
+    /// Packets sent (to the network or to the device itself).
+    Sent,
+    /// Packets that could not be sent (no route, no buffer).
+    SendError,
+    /// Received packets a QP dropped: wrong state, Q_Key or opcode, or no receive WQE
+    /// for a datagram.
+    QpDropped,
+    /// Packets sent again after an acknowledgement timeout.
+    Retransmit,
 }
 
 /// The counters' names, in [`Counter`] order.
-pub(crate) static NAMES: [StatDesc; 5] = [
+pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"rcvd_pkts"),
     StatDesc::new(c"rcvd_dropped"),
     StatDesc::new(c"rcvd_malformed"),
     StatDesc::new(c"rcvd_icrc_err"),
     StatDesc::new(c"rcvd_no_qp"),
+    StatDesc::new(c"sent_pkts"),
+    StatDesc::new(c"send_err"),
+    StatDesc::new(c"rcvd_qp_dropped"),
+    StatDesc::new(c"retransmits"),
 ];
 
+/// How many counters there are.
+const N: usize = 9;
+
 /// The device's counters.
-pub(crate) struct Counters([Atomic<u64>; 5]);
+pub(crate) struct Counters([Atomic<u64>; N]);
 
 impl Counters {
     pub(crate) fn new() -> Self {
-        Self([const { Atomic::new(0) }; 5])
+        Self([const { Atomic::new(0) }; N])
     }
 
     /// Counts one `c`.

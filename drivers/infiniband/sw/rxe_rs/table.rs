@@ -11,13 +11,17 @@
 //! the object is made beforehand, one spinlock serialises inserters, the xarray
 //! allocates atomically, and the object learns its number ([`Numbered`]) before it is
 //! published.
+//!
+//! Lookups ([`IdTable::get`]) run in any context, packets' softirqs included, so the
+//! table's lock keeps interrupts off and every use of the xarray happens under it (the
+//! xarray's own lock, taken inside, is then never taken with interrupts on).
 
+use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use kernel::{
-    new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc, SpinLock,
+        Arc,
     },
     xarray::{AllocKind, XArray},
 };
@@ -48,9 +52,9 @@ pub(crate) trait Numbered {
 pub(crate) struct IdTable<T: Numbered + Send + Sync + 'static> {
     first: u32,
     limit: u32,
-    /// Where the next search starts; held across a search and its store.
+    /// Where the next search starts; held across every use of `xa`.
     #[pin]
-    next: SpinLock<u32>,
+    next: SpinLockIrq<u32>,
     #[pin]
     xa: XArray<Arc<T>>,
 }
@@ -62,7 +66,7 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         try_pin_init!(Self {
             first,
             limit,
-            next <- new_spinlock!(start),
+            next <- new_spinlock_irq!(start),
             xa <- XArray::new(AllocKind::Alloc),
         })
     }
@@ -106,6 +110,16 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
 
     /// Forgets the object numbered `n`.
     pub(crate) fn remove(&self, n: u32) {
-        drop(self.xa.lock().remove(n as usize));
+        let next = self.next.lock();
+        let gone = self.xa.lock().remove(n as usize);
+        drop(next);
+        // The object may go with the table's reference: not under the lock.
+        drop(gone);
+    }
+
+    /// The object numbered `n`, if there is one.
+    pub(crate) fn get(&self, n: u32) -> Option<Arc<T>> {
+        let _next = self.next.lock();
+        self.xa.lock().get(n as usize).map(Arc::from)
     }
 }

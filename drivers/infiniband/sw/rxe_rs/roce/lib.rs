@@ -8,6 +8,7 @@
 //! Everything received is untrusted: [`packet::Packet::parse`] checks lengths and the
 //! opcode's header layout before anything is read, and never panics.
 
+pub mod frame;
 pub mod headers;
 pub mod icrc;
 pub mod opcode;

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The completer: acknowledgements that come back to an RC QP's requester.
+//!
+//! An ACK for PSN `p` completes, oldest first, every WQE whose last PSN is `p` or
+//! before. A sequence NAK for `p` completes what is before `p` and sends the rest again
+//! from the WQE holding `p` (go-back-N). An RNR NAK does the same once the responder
+//! had time to post receives, while `rnr_retry` allows; the other NAKs end the oldest
+//! WQE with the error they name and move the QP to the error state. Responses for PSNs
+//! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
+//! dropped.
+
+use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
+use crate::device::RxeRs;
+use crate::ib::{
+    device::Device,
+    qp::{QpState, QpType},
+    task::Task,
+};
+use crate::qp::{QpInner, QpShared};
+use crate::req::{complete_head, fail};
+use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
+use kernel::sync::Arc;
+
+/// What the requester should do after a response was taken.
+pub(crate) enum After {
+    /// Nothing more.
+    Nothing,
+    /// Run: the window opened or WQEs are to be sent again.
+    Send,
+}
+
+/// Completes every WQE fully sent whose last PSN is `p` or before.
+fn complete_through(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    p: u32,
+) {
+    loop {
+        let head = inner.sq.consumer();
+        // Only WQEs whose last packet went out (those before `req.next`).
+        if head == inner.req.next || inner.req.cur.is_some_and(|(i, _)| i == head) {
+            return;
+        }
+        let rec = inner.req.record(head);
+        if psn::diff(rec.last_psn, p) > 0 {
+            return;
+        }
+        complete_head(dev, shared, inner, rec);
+    }
+}
+
+/// Sends everything not yet acknowledged again, from the oldest WQE.
+pub(crate) fn go_back(inner: &mut QpInner) {
+    let head = inner.sq.consumer();
+    if head == inner.req.next && inner.req.cur.is_none() {
+        return;
+    }
+    let rec = inner.req.record(head);
+    inner.req.cur = None;
+    inner.req.next = head;
+    inner.req_psn = rec.first_psn;
+}
+
+/// A response packet for an RC QP: returns whether it was taken.
+pub(crate) fn response(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, After) {
+    if shared.qp_type != QpType::Rc
+        || !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Sqe)
+        || pkt.info.flags & flag::ACK == 0
+    {
+        return (false, After::Nothing);
+    }
+    let Some(aeth) = pkt.aeth() else {
+        return (false, After::Nothing);
+    };
+    let p = pkt.bth.psn;
+    // Only PSNs that were sent and are not acknowledged yet mean anything.
+    let head = inner.sq.consumer();
+    if head == inner.req.next && inner.req.cur.is_none() {
+        return (false, After::Nothing);
+    }
+    let oldest = inner.req.record(head).first_psn;
+    if psn::diff(p, oldest) < -1 || psn::diff(p, inner.req_psn) >= 0 {
+        return (false, After::Nothing);
+    }
+    match aeth.syndrome & syndrome::TYPE_MASK {
+        syndrome::ACK => {
+            inner.rnr_left = inner.attrs.rnr_retry;
+            inner.retry_left = inner.attrs.retry_cnt;
+            inner.progress = true;
+            complete_through(dev, shared, inner, p);
+            (true, After::Send)
+        }
+        syndrome::RNR_NAK => {
+            complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
+            // 7 means "retry for ever".
+            if inner.rnr_left == 0 {
+                let rec = inner.req.record(inner.sq.consumer());
+                fail(dev, shared, inner, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
+                return (true, After::Nothing);
+            }
+            if inner.rnr_left != 7 {
+                inner.rnr_left -= 1;
+            }
+            go_back(inner);
+            // Send again once the responder had the time it asked for.
+            inner.rnr_wait = true;
+            let ms = crate::qp::rnr_ms(aeth.syndrome);
+            dev.wq.run_after(shared, ms);
+            (true, After::Nothing)
+        }
+        _ => {
+            let status = match aeth.syndrome {
+                syndrome::NAK_PSN_SEQ => {
+                    complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
+                    go_back(inner);
+                    return (true, After::Send);
+                }
+                syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,
+                syndrome::NAK_REMOTE_ACCESS => WC_REM_ACCESS_ERR,
+                _ => WC_REM_OP_ERR,
+            };
+            complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
+            let rec = inner.req.record(inner.sq.consumer());
+            fail(dev, shared, inner, rec.wr_id, status);
+            (true, After::Nothing)
+        }
+    }
+}

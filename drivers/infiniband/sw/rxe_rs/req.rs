@@ -1,0 +1,449 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The requester: turns the send queue's work requests into packets.
+//!
+//! It runs when a process rings the doorbell, under the QP's lock one packet at a time
+//! (`RxeQp::run_requester` sends each packet once the lock is released). Each WQE is
+//! copied out of the ring and checked before anything of it is used ([`SendWqe`]);
+//! payload is gathered from the inline data or through the SGEs' local keys, which
+//! must belong to the QP's PD.
+//!
+//! Datagram (UD) sends are one packet per WQE, completed as soon as the packet is built.
+//! Connected QPs (RC, UC) send SENDs and RDMA WRITEs, with or without immediate data,
+//! cut into packets of the path MTU. What is decided about a WQE when it is started (its
+//! opcode, length and PSN range) is kept in the QP's own memory ([`SentWqe`]); the ring
+//! slot is read again, and checked again against that record, for every packet, so a
+//! WQE can be sent again from its start when the responder asks for it (go-back-N) and
+//! a process that rewrites a slot in flight only garbles its own data. A UC WQE
+//! completes when its last packet is built; an RC WQE stays in the ring until the
+//! responder acknowledges its last PSN (see `comp`).
+//!
+//! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
+//! error state, which flushes the rest.
+
+use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_SUCCESS};
+use crate::device::{RxeDev, RxeRs};
+use crate::ib::task::Task;
+use crate::ib::{device::Device, netdev::NetDevice, qp::QpType};
+use crate::mr::{self, need};
+use crate::qp::{QpInner, QpShared, GSI_QKEY};
+use crate::roce::{
+    frame::Ext,
+    headers::{Bth, Deth, Reth},
+    psn,
+};
+use crate::wqe::{op, send_flag, SendWqe, MAX_SEND_WQE};
+use crate::xmit::{self, BuildError, Outgoing};
+use kernel::{prelude::*, sync::Arc};
+
+/// How many PSNs may be sent and not yet acknowledged.
+const WINDOW: i32 = 256;
+/// An acknowledgement is asked for at least every this many packets.
+const ACK_EVERY: u32 = 32;
+
+/// What was decided about a connected QP's WQE when it was started.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct SentWqe {
+    pub(crate) wr_id: u64,
+    pub(crate) opcode: u32,
+    pub(crate) flags: u32,
+    pub(crate) length: u32,
+    pub(crate) first_psn: u32,
+    pub(crate) last_psn: u32,
+}
+
+/// The requester's state of a connected QP.
+pub(crate) struct ReqState {
+    /// The ring index of the next WQE to start.
+    pub(crate) next: u32,
+    /// The WQE being sent, and how many of its bytes are sent.
+    pub(crate) cur: Option<(u32, u32)>,
+    /// Packets sent since the last one that asked for an acknowledgement.
+    since_ack: u32,
+    /// Per ring slot: the record of the WQE started in it.
+    pub(crate) sent: KVVec<SentWqe>,
+    /// Someone is running the requester; `again` asks it to look once more.
+    pub(crate) busy: bool,
+    pub(crate) again: bool,
+}
+
+impl ReqState {
+    /// The state of a QP whose send ring has `slots` slots (0 for UD, which keeps none).
+    pub(crate) fn new(slots: usize) -> Result<Self> {
+        let mut sent = KVVec::new();
+        sent.extend_with(slots, SentWqe::default(), GFP_KERNEL)?;
+        Ok(Self {
+            next: 0,
+            cur: None,
+            since_ack: 0,
+            sent,
+            busy: false,
+            again: false,
+        })
+    }
+
+    /// Back to the empty ring of RESET.
+    pub(crate) fn reset(&mut self) {
+        self.next = 0;
+        self.cur = None;
+        self.since_ack = 0;
+    }
+
+    /// The record of the WQE in slot `index`.
+    pub(crate) fn record(&self, index: u32) -> SentWqe {
+        self.sent.get(index as usize).copied().unwrap_or_default()
+    }
+}
+
+/// What the requester did with one step.
+pub(crate) enum Step {
+    /// A packet to send.
+    Packet(Outgoing),
+    /// A WQE ended (in error) without a packet; look again.
+    Again,
+    /// Nothing to do.
+    Idle,
+}
+
+/// Takes the next step of the requester of a QP in RTS.
+pub(crate) fn step(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> Step {
+    if matches!(shared.qp_type, QpType::Rc | QpType::Uc) {
+        return connected(dev, ndev, shared, inner);
+    }
+    let Some(bytes) = inner.sq.take::<MAX_SEND_WQE>() else {
+        return Step::Idle;
+    };
+    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) => w,
+        Err(_) => {
+            let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+            fail(dev, shared, inner, wr_id, WC_LOC_LEN_ERR);
+            return Step::Again;
+        }
+    };
+    ud(dev, ndev, shared, inner, &wqe)
+}
+
+/// The opcode of a connected QP's packet: `base` for the transport, the WQE's opcode
+/// (a SEND or an RDMA WRITE, with or without immediate data: checked before) and the
+/// packet's place in the message.
+fn packet_opcode(base: u8, wr_opcode: u32, first: bool, last: bool) -> u8 {
+    let op = match (wr_opcode, first, last) {
+        (op::SEND, true, true) => 0x04,
+        (op::SEND_WITH_IMM, true, true) => 0x05,
+        (op::SEND | op::SEND_WITH_IMM, true, false) => 0x00,
+        (op::SEND | op::SEND_WITH_IMM, false, false) => 0x01,
+        (op::SEND, false, true) => 0x02,
+        (op::SEND_WITH_IMM, false, true) => 0x03,
+        (op::RDMA_WRITE, true, true) => 0x0a,
+        (_, true, true) => 0x0b,
+        (_, true, false) => 0x06,
+        (_, false, false) => 0x07,
+        (op::RDMA_WRITE, false, true) => 0x08,
+        (_, false, true) => 0x09,
+    };
+    base | op
+}
+
+/// The next packet of a connected QP.
+fn connected(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> Step {
+    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let (index, offset) = match inner.req.cur {
+        Some(c) => c,
+        None => {
+            let index = inner.req.next;
+            if index == inner.sq.producer() {
+                return Step::Idle;
+            }
+            // Stop while the window of unacknowledged PSNs is full.
+            if index != inner.sq.consumer() {
+                let oldest = inner.req.record(inner.sq.consumer()).first_psn;
+                if psn::diff(inner.req_psn, oldest) >= WINDOW {
+                    return Step::Idle;
+                }
+            }
+            let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
+            let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+                Ok(w) => w,
+                Err(_) => {
+                    let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+                    fail(dev, shared, inner, wr_id, WC_LOC_LEN_ERR);
+                    return Step::Again;
+                }
+            };
+            let allowed = matches!(
+                wqe.opcode,
+                op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM
+            );
+            if !allowed {
+                fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+                return Step::Again;
+            }
+            let packets = wqe.length.div_ceil(mtu).max(1);
+            let first_psn = inner.req_psn;
+            if let Some(slot) = inner.req.sent.get_mut(index as usize) {
+                *slot = SentWqe {
+                    wr_id: wqe.wr_id,
+                    opcode: wqe.opcode,
+                    flags: wqe.flags,
+                    length: wqe.length,
+                    first_psn,
+                    last_psn: psn::add(first_psn, packets - 1),
+                };
+            }
+            (index, 0)
+        }
+    };
+    let rec = inner.req.record(index);
+    // Read the slot again; it must still be the WQE that was started.
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
+    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => w,
+        _ => {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            return Step::Again;
+        }
+    };
+    let payload = (rec.length - offset).min(mtu);
+    let first = offset == 0;
+    let last = offset + payload == rec.length;
+    let rc = shared.qp_type == QpType::Rc;
+    inner.req.since_ack += 1;
+    let ack_req = rc && (last || inner.req.since_ack >= ACK_EVERY);
+    if ack_req {
+        inner.req.since_ack = 0;
+    }
+    let bth = Bth {
+        opcode: packet_opcode(if rc { 0x00 } else { 0x20 }, rec.opcode, first, last),
+        se: last && rec.flags & send_flag::SOLICITED != 0 && rec.opcode != op::RDMA_WRITE,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: inner.attrs.dest_qp_num,
+        ack_req,
+        psn: inner.req_psn,
+        ..Default::default()
+    };
+    let ext = Ext {
+        reth: Reth {
+            va: wqe.remote_addr,
+            rkey: wqe.rkey,
+            len: rec.length,
+        },
+        imm: wqe.ex,
+        ..Default::default()
+    };
+    let av = inner.attrs.av;
+    let built = xmit::build(
+        ndev,
+        &av,
+        shared.qp_num(),
+        &bth,
+        &ext,
+        payload as usize,
+        |out| gather_at(dev, shared, &wqe, offset as usize, out),
+    );
+    let out = match built {
+        Ok(o) => o,
+        Err(BuildError::Payload(status)) => {
+            fail(dev, shared, inner, rec.wr_id, status);
+            return Step::Again;
+        }
+        Err(_) => {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            return Step::Again;
+        }
+    };
+    inner.req_psn = psn::add(inner.req_psn, 1);
+    if last {
+        inner.req.cur = None;
+        inner.req.next = inner.sq.next_index(index);
+        if !rc {
+            // Nothing acknowledges a UC message: it is done once it is sent.
+            complete_head(dev, shared, inner, rec);
+        }
+    } else {
+        inner.req.cur = Some((index, offset + payload));
+    }
+    Step::Packet(out)
+}
+
+/// Completes the oldest WQE of the send queue successfully; `rec` is its record.
+pub(crate) fn complete_head(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    rec: SentWqe,
+) {
+    inner.sq.advance();
+    if shared.sq_sig_all || rec.flags & send_flag::SIGNALED != 0 {
+        let c = Completion {
+            wr_id: rec.wr_id,
+            status: WC_SUCCESS,
+            opcode: match rec.opcode {
+                op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => wc_op::RDMA_WRITE,
+                _ => wc_op::SEND,
+            },
+            byte_len: rec.length,
+            qp_num: shared.qp_num(),
+            wc_qp: shared.wc_qp,
+            ..Default::default()
+        };
+        shared.send_cq.post(&dev.wq, &c, false);
+    }
+}
+
+/// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on.
+fn gather_at(
+    dev: &RxeDev,
+    shared: &Arc<Task<QpShared>>,
+    wqe: &SendWqe,
+    at: usize,
+    out: &mut [u8],
+) -> Result<(), u32> {
+    if wqe.is_inline() {
+        let data = wqe.inline_data();
+        let src = data.get(at..at + out.len()).ok_or(WC_LOC_LEN_ERR)?;
+        out.copy_from_slice(src);
+        return Ok(());
+    }
+    let mut skip = at;
+    let mut done = 0;
+    for sge in wqe.sges() {
+        if done == out.len() {
+            break;
+        }
+        let len = sge.length as usize;
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(out.len() - done);
+        let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_READ)
+            .map_err(|_| WC_LOC_PROT_ERR)?;
+        mr.read(sge.addr + skip as u64, &mut out[done..done + n])
+            .map_err(|_| WC_LOC_PROT_ERR)?;
+        done += n;
+        skip = 0;
+    }
+    if done != out.len() {
+        return Err(WC_LOC_LEN_ERR);
+    }
+    Ok(())
+}
+
+/// Ends a WQE in error: its completion, then the error state, which flushes the rest.
+pub(crate) fn fail(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    wr_id: u64,
+    status: u32,
+) {
+    let c = Completion {
+        wr_id,
+        status,
+        qp_num: shared.qp_num(),
+        wc_qp: shared.wc_qp,
+        ..Default::default()
+    };
+    shared.send_cq.post(&dev.wq, &c, false);
+    crate::qp::RxeQp::enter_err(dev, shared, inner);
+}
+
+/// One datagram.
+fn ud(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    wqe: &SendWqe,
+) -> Step {
+    let imm = match wqe.opcode {
+        op::SEND => false,
+        op::SEND_WITH_IMM => true,
+        _ => {
+            fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            return Step::Again;
+        }
+    };
+    // A datagram is one packet: at most the path MTU.
+    if wqe.length > dev.mtu_bytes() {
+        fail(dev, shared, inner, wqe.wr_id, WC_LOC_LEN_ERR);
+        return Step::Again;
+    }
+    // librxe names the address handle by number (it always gets one from the device).
+    let Some(ah) = dev.ah_table.get(wqe.ah_num) else {
+        fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+        return Step::Again;
+    };
+    let qp_num = shared.qp_num();
+    // A Q_Key with its top bit set means "the QP's own" (the GSI QP's is fixed).
+    let qkey = if wqe.remote_qkey & 0x8000_0000 != 0 {
+        if shared.qp_type == QpType::Gsi {
+            GSI_QKEY
+        } else {
+            inner.attrs.qkey
+        }
+    } else {
+        wqe.remote_qkey
+    };
+    let bth = Bth {
+        opcode: if imm { 0x65 } else { 0x64 },
+        se: wqe.flags & send_flag::SOLICITED != 0,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: wqe.remote_qpn & psn::PSN_MASK,
+        psn: inner.req_psn,
+        ..Default::default()
+    };
+    let ext = Ext {
+        deth: Deth {
+            qkey,
+            src_qp: qp_num,
+        },
+        imm: wqe.ex,
+        ..Default::default()
+    };
+    let built = xmit::build(
+        ndev,
+        ah.av(),
+        qp_num,
+        &bth,
+        &ext,
+        wqe.length as usize,
+        |out| gather_at(dev, shared, wqe, 0, out),
+    );
+    let out = match built {
+        Ok(o) => o,
+        Err(BuildError::Payload(status)) => {
+            fail(dev, shared, inner, wqe.wr_id, status);
+            return Step::Again;
+        }
+        Err(_) => {
+            fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            return Step::Again;
+        }
+    };
+    inner.req_psn = psn::add(inner.req_psn, 1);
+    if shared.sq_sig_all || wqe.flags & send_flag::SIGNALED != 0 {
+        let c = Completion {
+            wr_id: wqe.wr_id,
+            status: WC_SUCCESS,
+            opcode: wc_op::SEND,
+            byte_len: wqe.length,
+            qp_num,
+            wc_qp: shared.wc_qp,
+            ..Default::default()
+        };
+        shared.send_cq.post(&dev.wq, &c, false);
+    }
+    Step::Packet(out)
+}

@@ -1,0 +1,582 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! The responder: request packets that arrive for a QP.
+//!
+//! It runs under the QP's lock, in the context the packet arrived in (softirq, or the
+//! sender's for the device's own packets). A packet is taken only if the QP is in a
+//! state that receives (RTR, RTS, SQD or SQE) and the opcode is its transport's;
+//! anything else is dropped and counted, and leaves the QP as it was.
+//!
+//! Datagrams (UD, and the GSI QP's MADs) are done: the Q_Key must be the QP's, the
+//! receive WQE comes from the QP's ring or its SRQ, and the buffer gets the 40-byte GRH
+//! (for IPv4, 20 zero bytes then the IPv4 header, as rxe writes it) followed by the
+//! payload. A datagram with no receive WQE posted is dropped, as the transport says.
+//!
+//! Connected QPs take SENDs and RDMA WRITEs (with immediate data) in PSN order. On RC a
+//! packet ahead of the expected PSN is answered once with a sequence NAK (the requester
+//! goes back), a duplicate is acknowledged again and otherwise ignored, a SEND with no
+//! receive WQE posted gets an RNR NAK, a bad R_Key or range a remote access NAK and an
+//! opcode out of sequence an invalid request NAK (both move the QP to the error
+//! state); every packet that asks for it is acknowledged with the MSN. On UC a
+//! message that loses a packet, or finds no receive WQE, is dropped whole.
+
+use crate::cq::{
+    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_REM_ACCESS_ERR,
+    WC_REM_INV_REQ_ERR, WC_SUCCESS,
+};
+use crate::device::{RxeDev, RxeRs, PORT};
+use crate::ib::netdev::NetDevice;
+use crate::ib::task::Task;
+use crate::ib::{
+    device::Device,
+    qp::{QpState, QpType},
+};
+use crate::mr::{self, need, KeyEntry};
+use crate::qp::{QpInner, QpShared, GSI_QKEY};
+use crate::roce::{
+    frame::Ext,
+    headers::{syndrome, Aeth, Bth},
+    opcode::{flag, Transport},
+    packet::Packet,
+    psn::{self, PSN_MASK},
+};
+use crate::xmit::{self, Outgoing};
+use kernel::sync::Arc;
+
+/// The syndrome of a plain ACK: the credit field says "no credits counted" (as rxe).
+const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
+use crate::wqe::{RecvWqe, MAX_RECV_WQE};
+
+/// The message a connected QP is in the middle of receiving.
+// The receive WQE is kept by value: the state lives inside the QP and a WQE is moved
+// only as a message starts and ends.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum Msg {
+    /// A SEND into a receive WQE; bytes received so far.
+    Send(RecvWqe, u32),
+    /// An RDMA WRITE into an MR: where the next byte goes, what is left of the length
+    /// the RETH announced, and that length.
+    Write(Arc<KeyEntry>, u64, u32, u32),
+    /// A UC message being dropped to its end.
+    Discard,
+}
+
+/// The responder's state of a connected QP.
+pub(crate) struct RespState {
+    /// The PSN expected next.
+    pub(crate) psn: u32,
+    /// Messages completed (24 bits), reported in acknowledgements.
+    pub(crate) msn: u32,
+    pub(crate) msg: Option<Msg>,
+    /// A sequence NAK was sent for the expected PSN and not answered yet.
+    nak_sent: bool,
+}
+
+impl RespState {
+    pub(crate) fn new() -> Self {
+        Self {
+            psn: 0,
+            msn: 0,
+            msg: None,
+            nak_sent: false,
+        }
+    }
+
+    /// Starts over at `psn` (a move to RTR, or RESET).
+    pub(crate) fn reset(&mut self, psn: u32) {
+        *self = Self::new();
+        self.psn = psn;
+    }
+}
+
+/// An acknowledgement (or NAK) to send once the QP's lock is released.
+pub(crate) type Reply = Option<Outgoing>;
+
+/// Bytes of the GRH in front of a datagram.
+const GRH_LEN: usize = 40;
+
+/// Takes the next receive WQE of a QP (its own ring or its SRQ); `None` when none is
+/// posted, `Some(Err)` for one that fails its checks.
+fn take_recv(shared: &Arc<Task<QpShared>>, inner: &mut QpInner) -> Option<Result<RecvWqe, ()>> {
+    match (&shared.srq, &mut inner.rq) {
+        (Some(srq), _) => srq.take().map(|r| r.map_err(|_| ())),
+        (None, Some(rq)) => rq
+            .take::<MAX_RECV_WQE>()
+            .map(|b| RecvWqe::parse(b, shared.rq_max_sge).map_err(|_| ())),
+        (None, None) => None,
+    }
+}
+
+/// Writes `parts`, one after the other, into the buffers of `wqe` from byte `at` on.
+fn scatter(
+    dev: &RxeDev,
+    shared: &Arc<Task<QpShared>>,
+    wqe: &RecvWqe,
+    at: u32,
+    parts: &[&[u8]],
+) -> Result<(), u32> {
+    let mut sges = wqe.sges();
+    let mut cur = sges.next();
+    let mut used = 0usize;
+    // Skip to byte `at`.
+    let mut skip = at as usize;
+    while let Some(s) = cur {
+        if skip < s.length as usize {
+            used = skip;
+            break;
+        }
+        skip -= s.length as usize;
+        cur = sges.next();
+    }
+    if cur.is_none() && parts.iter().any(|p| !p.is_empty()) {
+        return Err(WC_LOC_LEN_ERR);
+    }
+    for part in parts {
+        let mut part: &[u8] = part;
+        while !part.is_empty() {
+            let sge = cur.ok_or(WC_LOC_LEN_ERR)?;
+            let room = sge.length as usize - used;
+            if room == 0 {
+                cur = sges.next();
+                used = 0;
+                continue;
+            }
+            let n = room.min(part.len());
+            let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_WRITE)
+                .map_err(|_| WC_LOC_PROT_ERR)?;
+            mr.write(sge.addr + used as u64, &part[..n])
+                .map_err(|_| WC_LOC_PROT_ERR)?;
+            used += n;
+            part = &part[n..];
+        }
+    }
+    Ok(())
+}
+
+/// Takes a request packet; returns whether it was taken (else it is counted as
+/// dropped by the QP) and what to answer.
+pub(crate) fn request(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+) -> (bool, Reply) {
+    if !matches!(
+        inner.state,
+        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+    ) {
+        return (false, None);
+    }
+    match (shared.qp_type, pkt.info.transport) {
+        (QpType::Ud | QpType::Gsi, Transport::Ud) => (datagram(dev, shared, inner, pkt, ip), None),
+        (QpType::Rc, Transport::Rc) => rc(dev, ndev, shared, inner, pkt),
+        (QpType::Uc, Transport::Uc) => (uc(dev, shared, inner, pkt), None),
+        _ => (false, None),
+    }
+}
+
+/// An acknowledgement of `psn` with `syndrome` to the QP's peer.
+fn ack(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &QpInner,
+    psn: u32,
+    syndrome: u8,
+) -> Reply {
+    let bth = Bth {
+        opcode: 0x11,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: inner.attrs.dest_qp_num,
+        psn,
+        ..Default::default()
+    };
+    let ext = Ext {
+        aeth: Aeth {
+            syndrome,
+            msn: inner.resp.msn,
+        },
+        ..Default::default()
+    };
+    xmit::build(
+        ndev,
+        &inner.attrs.av,
+        shared.qp_num(),
+        &bth,
+        &ext,
+        0,
+        |_| Ok::<(), ()>(()),
+    )
+    .ok()
+}
+
+/// What placing one packet of a message gave.
+enum Placed {
+    /// Taken; `Some` when it ended a message, with its receive completion, if any.
+    Done(Option<Option<Completion>>),
+    /// A SEND (or WRITE with immediate data) found no receive WQE.
+    NoWqe,
+    /// Out of sequence for the message in progress.
+    Sequence,
+    /// A bad R_Key, or outside its range.
+    Access,
+    /// Local trouble: too long for the WQE, or its buffers cannot be written.
+    Local(u32),
+}
+
+/// Places the payload of an in-sequence packet of a connected QP.
+fn place(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Placed {
+    let f = pkt.info.flags;
+    let first = f & flag::FIRST != 0;
+    let last = f & flag::LAST != 0;
+    let payload = pkt.payload();
+    let imm = pkt.imm();
+    // A message starts with its first packet and only then.
+    if first != inner.resp.msg.is_none() {
+        return Placed::Sequence;
+    }
+    if f & flag::SEND != 0 {
+        let (wqe, at) = match inner.resp.msg.take() {
+            Some(Msg::Send(w, at)) => (w, at),
+            Some(other) => {
+                inner.resp.msg = Some(other);
+                return Placed::Sequence;
+            }
+            None => match take_recv(shared, inner) {
+                None => return Placed::NoWqe,
+                Some(Err(())) => return Placed::Local(WC_LOC_LEN_ERR),
+                Some(Ok(w)) => (w, 0),
+            },
+        };
+        let end = match at.checked_add(payload.len() as u32) {
+            Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
+            _ => return recv_error(inner, wqe, WC_LOC_LEN_ERR),
+        };
+        if let Err(s) = scatter(dev, shared, &wqe, at, &[payload]) {
+            return recv_error(inner, wqe, s);
+        }
+        if !last {
+            inner.resp.msg = Some(Msg::Send(wqe, end));
+            return Placed::Done(None);
+        }
+        let mut c = recv_completion(shared, &wqe, wc_op::RECV, end);
+        if let Some(imm) = imm {
+            c.ex = u32::from_ne_bytes(imm);
+            c.wc_flags |= wc_flag::WITH_IMM;
+        }
+        return Placed::Done(Some(Some(c)));
+    }
+    // An RDMA WRITE.
+    let (entry, va, left, total) = match inner.resp.msg.take() {
+        Some(Msg::Write(e, va, left, total)) => (Some(e), va, left, total),
+        Some(other) => {
+            inner.resp.msg = Some(other);
+            return Placed::Sequence;
+        }
+        None => {
+            let Some(reth) = pkt.reth() else {
+                return Placed::Sequence;
+            };
+            // A zero-length WRITE touches no memory and checks no key.
+            let entry = if reth.len == 0 {
+                None
+            } else {
+                match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_WRITE) {
+                    Ok(e) => Some(e),
+                    Err(_) => return Placed::Access,
+                }
+            };
+            (entry, reth.va, reth.len, reth.len)
+        }
+    };
+    let n = payload.len() as u32;
+    // Every packet but the last is full, and the message is as long as announced.
+    if n > left || (last && n != left) {
+        return Placed::Sequence;
+    }
+    // WRITE with immediate data consumes a receive WQE (which gets no data): make sure
+    // there is one before placing anything, so that the packet can simply come again.
+    let imm_wqe = match (last, imm) {
+        (true, Some(_)) => match take_recv(shared, inner) {
+            None => {
+                if !first {
+                    if let Some(e) = entry {
+                        inner.resp.msg = Some(Msg::Write(e, va, left, total));
+                    }
+                }
+                return Placed::NoWqe;
+            }
+            Some(Err(())) => return Placed::Local(WC_LOC_LEN_ERR),
+            Some(Ok(w)) => Some(w),
+        },
+        _ => None,
+    };
+    if n != 0 && !entry.as_ref().is_some_and(|e| e.write(va, payload).is_ok()) {
+        // The WQE taken for the immediate data completes in error with the QP.
+        if let Some(w) = imm_wqe {
+            inner.resp.msg = Some(Msg::Send(w, 0));
+        }
+        return Placed::Access;
+    }
+    if !last {
+        match entry {
+            Some(e) => inner.resp.msg = Some(Msg::Write(e, va + u64::from(n), left - n, total)),
+            // Only a zero-length WRITE has no key, and it is one packet.
+            None => return Placed::Sequence,
+        }
+        return Placed::Done(None);
+    }
+    let (Some(imm), Some(wqe)) = (imm, imm_wqe) else {
+        return Placed::Done(Some(None));
+    };
+    let mut c = recv_completion(shared, &wqe, wc_op::RECV_RDMA_WITH_IMM, total);
+    c.ex = u32::from_ne_bytes(imm);
+    c.wc_flags |= wc_flag::WITH_IMM;
+    Placed::Done(Some(Some(c)))
+}
+
+/// A successful receive completion of `wqe`.
+fn recv_completion(
+    shared: &Arc<Task<QpShared>>,
+    wqe: &RecvWqe,
+    opcode: u32,
+    len: u32,
+) -> Completion {
+    Completion {
+        wr_id: wqe.wr_id,
+        status: WC_SUCCESS,
+        opcode,
+        byte_len: len,
+        qp_num: shared.qp_num(),
+        wc_qp: shared.wc_qp,
+        port_num: PORT as u8,
+        ..Default::default()
+    }
+}
+
+/// A receive WQE ends in error `status` (completed by `responder_error`).
+fn recv_error(inner: &mut QpInner, wqe: RecvWqe, status: u32) -> Placed {
+    inner.resp.msg = Some(Msg::Send(wqe, 0));
+    Placed::Local(status)
+}
+
+/// A request packet of an RC QP.
+fn rc(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, Reply) {
+    let p = pkt.bth.psn;
+    let d = psn::diff(p, inner.resp.psn);
+    if d < 0 {
+        // A duplicate: already placed. Say again how far we are, if asked.
+        let reply = if pkt.bth.ack_req {
+            ack(
+                ndev,
+                shared,
+                inner,
+                psn::add(inner.resp.psn, PSN_MASK),
+                ACK_CREDITS,
+            )
+        } else {
+            None
+        };
+        return (true, reply);
+    }
+    if d > 0 {
+        // Packets were lost: ask for them, once.
+        if inner.resp.nak_sent {
+            return (false, None);
+        }
+        inner.resp.nak_sent = true;
+        let reply = ack(ndev, shared, inner, inner.resp.psn, syndrome::NAK_PSN_SEQ);
+        return (false, reply);
+    }
+    inner.resp.nak_sent = false;
+    match place(dev, shared, inner, pkt) {
+        Placed::Done(ended) => {
+            inner.resp.psn = psn::add(p, 1);
+            if let Some(c) = ended {
+                inner.resp.msn = psn::add(inner.resp.msn, 1);
+                if let Some(c) = c {
+                    shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+                }
+            }
+            let reply = if pkt.bth.ack_req {
+                ack(ndev, shared, inner, p, ACK_CREDITS)
+            } else {
+                None
+            };
+            (true, reply)
+        }
+        Placed::NoWqe => {
+            let timer = inner.attrs.min_rnr_timer & 0x1f;
+            let reply = ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer);
+            (true, reply)
+        }
+        Placed::Sequence => {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+            (true, reply)
+        }
+        Placed::Access => {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+            responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+            (true, reply)
+        }
+        Placed::Local(status) => {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_OP);
+            responder_error(dev, shared, inner, status);
+            (true, reply)
+        }
+    }
+}
+
+/// The responder hit an error it cannot go on from: the receive in progress (if any)
+/// completes with `status` and the QP enters the error state.
+fn responder_error(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    status: u32,
+) {
+    if let Some(Msg::Send(wqe, _)) = inner.resp.msg.take() {
+        let c = Completion {
+            wr_id: wqe.wr_id,
+            status,
+            qp_num: shared.qp_num(),
+            wc_qp: shared.wc_qp,
+            ..Default::default()
+        };
+        shared.recv_cq.post(&dev.wq, &c, false);
+    }
+    crate::qp::RxeQp::enter_err(dev, shared, inner);
+}
+
+/// A request packet of a UC QP.
+fn uc(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> bool {
+    let p = pkt.bth.psn;
+    let first = pkt.info.flags & flag::FIRST != 0;
+    if p != inner.resp.psn {
+        // A lost packet: the message in progress is lost with it. A new message may
+        // start here.
+        // (A receive WQE it had taken is dropped uncompleted, as the message is.)
+        inner.resp.msg = None;
+        if !first {
+            inner.resp.msg = Some(Msg::Discard);
+            inner.resp.psn = psn::add(p, 1);
+            return false;
+        }
+    }
+    inner.resp.psn = psn::add(p, 1);
+    if matches!(inner.resp.msg, Some(Msg::Discard)) {
+        if first {
+            inner.resp.msg = None;
+        } else {
+            if pkt.info.flags & flag::LAST != 0 {
+                inner.resp.msg = None;
+            }
+            return false;
+        }
+    }
+    match place(dev, shared, inner, pkt) {
+        Placed::Done(Some(Some(c))) => {
+            shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+            true
+        }
+        Placed::Done(_) => true,
+        Placed::NoWqe | Placed::Sequence | Placed::Access => {
+            // The rest of the message is dropped.
+            inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
+                None
+            } else {
+                Some(Msg::Discard)
+            };
+            false
+        }
+        Placed::Local(status) => {
+            responder_error(dev, shared, inner, status);
+            true
+        }
+    }
+}
+
+fn datagram(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    ip: &[u8],
+) -> bool {
+    let Some(deth) = pkt.deth() else {
+        return false;
+    };
+    let qkey = if shared.qp_type == QpType::Gsi {
+        GSI_QKEY
+    } else {
+        inner.attrs.qkey
+    };
+    if deth.qkey != qkey {
+        return false;
+    }
+    let wqe = match take_recv(shared, inner) {
+        None => return false,
+        Some(Ok(w)) => w,
+        Some(Err(())) => {
+            // A receive WQE that fails its checks: consumed with a length error.
+            let c = Completion {
+                status: WC_LOC_LEN_ERR,
+                qp_num: shared.qp_num(),
+                wc_qp: shared.wc_qp,
+                ..Default::default()
+            };
+            shared.recv_cq.post(&dev.wq, &c, false);
+            return true;
+        }
+    };
+    let mut grh = [0u8; GRH_LEN];
+    match ip.len() {
+        20 => grh[20..].copy_from_slice(ip),
+        40 => grh.copy_from_slice(ip),
+        _ => return false,
+    }
+    let payload = pkt.payload();
+    let imm = pkt.imm();
+    let status = match scatter(dev, shared, &wqe, 0, &[&grh, payload]) {
+        Ok(()) => WC_SUCCESS,
+        Err(s) => s,
+    };
+    let mut c = Completion {
+        wr_id: wqe.wr_id,
+        status,
+        qp_num: shared.qp_num(),
+        wc_qp: shared.wc_qp,
+        ..Default::default()
+    };
+    if status == WC_SUCCESS {
+        c.opcode = wc_op::RECV;
+        c.byte_len = (GRH_LEN + payload.len()) as u32;
+        c.src_qp = deth.src_qp;
+        c.wc_flags = wc_flag::GRH;
+        if let Some(imm) = imm {
+            c.ex = u32::from_ne_bytes(imm);
+            c.wc_flags |= wc_flag::WITH_IMM;
+        }
+        c.port_num = PORT as u8;
+    }
+    shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+    true
+}

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! A spinlock that keeps interrupts off while it is held.
+//!
+//! C header: [`include/linux/spinlock.h`](srctree/include/linux/spinlock.h)
+//!
+//! The data path touches a QP, its CQs, its SRQ and the device's tables from softirq
+//! context (packets), from process context (verbs, the device's workqueue) and, for
+//! kernel consumers, from whatever context they post or poll in, hard interrupts
+//! included. A plain spinlock taken in one of those and interrupted by another on the
+//! same CPU deadlocks; [`SpinLockIrq`] is `spin_lock_irqsave()`: the guard keeps the
+//! saved interrupt state and restores it on release.
+
+use super::bindings;
+use kernel::{
+    bindings as kb,
+    ffi::{c_char, c_ulong},
+    sync::lock::{Backend, Guard, Lock},
+};
+
+/// A spinlock taken with interrupts disabled.
+pub(crate) type SpinLockIrq<T> = Lock<T, IrqSpinLockBackend>;
+
+/// A guard of a [`SpinLockIrq`].
+#[allow(dead_code)]
+pub(crate) type SpinLockIrqGuard<'a, T> = Guard<'a, T, IrqSpinLockBackend>;
+
+/// Makes a [`SpinLockIrq`] with a lock class of its own, like `new_spinlock!`.
+macro_rules! new_spinlock_irq {
+    ($inner:expr $(, $name:literal)? $(,)?) => {
+        $crate::ib::sync::SpinLockIrq::new(
+            $inner,
+            ::kernel::optional_name!($($name)?),
+            ::kernel::static_lock_class!(),
+        )
+    };
+}
+pub(crate) use new_spinlock_irq;
+
+/// The backend of [`SpinLockIrq`].
+pub(crate) struct IrqSpinLockBackend;
+
+// SAFETY: `spin_lock_irqsave()` gives mutual exclusion; the saved flags are restored by
+// the matching `spin_unlock_irqrestore()` of the owner.
+unsafe impl Backend for IrqSpinLockBackend {
+    type State = kb::spinlock_t;
+    type GuardState = c_ulong;
+
+    unsafe fn init(ptr: *mut Self::State, name: *const c_char, key: *mut kb::lock_class_key) {
+        // SAFETY: Per the trait's contract, `ptr` is valid for writes and `name`, `key`
+        // live forever.
+        unsafe { kb::__spin_lock_init(ptr, name, key) }
+    }
+
+    unsafe fn lock(ptr: *mut Self::State) -> Self::GuardState {
+        // SAFETY: `ptr` is an initialised spinlock (trait contract); the two bindings
+        // name the same C type.
+        unsafe { bindings::rxe_rs_spin_lock_irqsave(ptr.cast()) }
+    }
+
+    unsafe fn unlock(ptr: *mut Self::State, flags: &Self::GuardState) {
+        // SAFETY: The caller owns the lock, taken by `lock`, which returned `flags`.
+        unsafe { bindings::rxe_rs_spin_unlock_irqrestore(ptr.cast(), *flags) }
+    }
+
+    unsafe fn try_lock(ptr: *mut Self::State) -> Option<Self::GuardState> {
+        let mut flags: c_ulong = 0;
+        // SAFETY: `ptr` is an initialised spinlock; `flags` is a valid out-parameter.
+        let got = unsafe { bindings::rxe_rs_spin_trylock_irqsave(ptr.cast(), &mut flags) };
+        (got != 0).then_some(flags)
+    }
+
+    unsafe fn assert_is_held(ptr: *mut Self::State) {
+        // SAFETY: `ptr` is an initialised spinlock.
+        unsafe { kb::spin_assert_is_held(ptr) }
+    }
+}
+
+/// Waits until every RCU read-side section that began before the call has ended.
+/// Sleeps.
+pub(crate) fn synchronize_rcu() {
+    // SAFETY: Called in process context, which the callers' documentation requires.
+    unsafe { bindings::synchronize_rcu() };
+}
