@@ -3,13 +3,15 @@
 //! The completer: acknowledgements that come back to an RC QP's requester.
 //!
 //! An ACK for PSN `p` completes, oldest first, every WQE whose last PSN is `p` or
-//! before. A sequence NAK for `p` completes what is before `p` and sends the rest again
+//! before, up to the first RDMA READ or atomic: those complete only with their own
+//! responses, whose data (or original value) goes into the WQE's buffers, in order. A sequence NAK for `p` completes what is before `p` and sends the rest again
 //! from the WQE holding `p` (go-back-N). An RNR NAK does the same once the responder
 //! had time to post receives, while `rnr_retry` allows; the other NAKs end the oldest
 //! WQE with the error they name and move the QP to the error state. Responses for PSNs
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
+use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
 use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::device::RxeRs;
 use crate::ib::{
@@ -18,8 +20,9 @@ use crate::ib::{
     task::Task,
 };
 use crate::qp::{QpInner, QpShared};
-use crate::req::{complete_head, fail};
+use crate::req::{complete_head, fail, is_atomic, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
+use crate::wqe::{SendWqe, MAX_SEND_WQE};
 use kernel::sync::Arc;
 
 /// What the requester should do after a response was taken.
@@ -44,11 +47,82 @@ fn complete_through(
             return;
         }
         let rec = inner.req.record(head);
-        if psn::diff(rec.last_psn, p) > 0 {
+        if psn::diff(rec.last_psn, p) > 0 || is_read_or_atomic(rec.opcode) {
             return;
         }
         complete_head(dev, shared, inner, rec);
     }
+}
+
+/// A response carrying data for the oldest WQE (a READ response, or an atomic's
+/// acknowledgement): placed if it is the next one expected, completing the WQE with
+/// its last packet.
+fn data_response(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, After) {
+    let p = pkt.bth.psn;
+    // Whatever came before this request is acknowledged by its response.
+    complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
+    let head = inner.sq.consumer();
+    if head == inner.req.next || inner.req.cur.is_some_and(|(i, _)| i == head) {
+        return (false, After::Nothing);
+    }
+    let rec = inner.req.record(head);
+    let atomic = pkt.info.flags & flag::ATOMIC != 0;
+    let expected = psn::add(rec.first_psn, inner.req.read_got);
+    if p != expected || is_atomic(rec.opcode) != atomic || !is_read_or_atomic(rec.opcode) {
+        // A duplicate, or one after a lost packet: the timeout sends the request again.
+        return (false, After::Nothing);
+    }
+    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
+    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
+        _ => {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            return (true, After::Nothing);
+        }
+    };
+    let (placed, last) = if atomic {
+        let Some(orig) = pkt.atomic_ack() else {
+            return (false, After::Nothing);
+        };
+        (
+            scatter_local(dev, shared, &wqe, 0, &orig.to_ne_bytes()),
+            true,
+        )
+    } else {
+        let at = inner.req.read_got as usize * mtu as usize;
+        let data = pkt.payload();
+        let last = p == rec.last_psn;
+        // Every response but the last is full; all of them make the READ's length.
+        let fits = if last {
+            at + data.len() == rec.length as usize
+        } else {
+            data.len() == mtu as usize
+        };
+        if !fits {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
+            return (true, After::Nothing);
+        }
+        (scatter_local(dev, shared, &wqe, at, data), last)
+    };
+    if let Err(status) = placed {
+        fail(dev, shared, inner, rec.wr_id, status);
+        return (true, After::Nothing);
+    }
+    inner.progress = true;
+    inner.retry_left = inner.attrs.retry_cnt;
+    inner.rnr_left = inner.attrs.rnr_retry;
+    if last {
+        complete_head(dev, shared, inner, rec);
+    } else {
+        inner.req.read_got += 1;
+    }
+    (true, After::Send)
 }
 
 /// Sends everything not yet acknowledged again, from the oldest WQE.
@@ -61,6 +135,9 @@ pub(crate) fn go_back(inner: &mut QpInner) {
     inner.req.cur = None;
     inner.req.next = head;
     inner.req_psn = rec.first_psn;
+    // Everything from the oldest WQE on starts again.
+    inner.req.rd_pending = 0;
+    inner.req.read_got = 0;
 }
 
 /// A response packet for an RC QP: returns whether it was taken.
@@ -72,9 +149,15 @@ pub(crate) fn response(
 ) -> (bool, After) {
     if shared.qp_type != QpType::Rc
         || !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Sqe)
-        || pkt.info.flags & flag::ACK == 0
     {
         return (false, After::Nothing);
+    }
+    // A READ response's AETH (where it has one) is an ACK; the data decides.
+    let acked = pkt
+        .aeth()
+        .is_none_or(|a| a.syndrome & syndrome::TYPE_MASK == syndrome::ACK);
+    if acked && pkt.info.flags & (flag::READ | flag::ATOMIC) != 0 {
+        return data_response(dev, shared, inner, pkt);
     }
     let Some(aeth) = pkt.aeth() else {
         return (false, After::Nothing);

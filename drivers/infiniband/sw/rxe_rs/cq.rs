@@ -67,6 +67,9 @@ pub(crate) const WC_RNR_RETRY_EXC_ERR: u32 = 13;
 pub(crate) mod wc_op {
     pub(crate) const SEND: u32 = 0;
     pub(crate) const RDMA_WRITE: u32 = 1;
+    pub(crate) const RDMA_READ: u32 = 2;
+    pub(crate) const COMP_SWAP: u32 = 3;
+    pub(crate) const FETCH_ADD: u32 = 4;
     pub(crate) const RECV: u32 = 128;
     pub(crate) const RECV_RDMA_WITH_IMM: u32 = 129;
 }

@@ -39,7 +39,7 @@ use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
     mcast::McastTable,
-    mr::{mr_table, mw_table, KeyByte, KeyTable, RxeMr, RxeMw},
+    mr::{mr_table, mw_table, KeyByte, KeyEntry, KeyTable, RxeMr, RxeMw},
     pd::RxePd,
     qp::{qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
@@ -99,6 +99,9 @@ pub(crate) struct RxeDev {
     pub(crate) counters: Counters,
     #[pin]
     lo: SpinLockIrq<LoopQueue>,
+    /// Serialises atomic operations on registered memory, device-wide.
+    #[pin]
+    atomic_lock: SpinLockIrq<()>,
     /// Where completions and events are delivered from; dropped last of the device's
     /// state, after every object is gone, waiting for what is still queued.
     pub(crate) wq: Workqueue,
@@ -129,6 +132,7 @@ impl RxeDev {
                 list <- SkbList::new(),
                 busy: false,
             })),
+            atomic_lock <- new_spinlock_irq!(()),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
     }
@@ -166,6 +170,24 @@ impl RxeDev {
                 None => break,
             }
         }
+    }
+
+    /// Applies an atomic operation to the 8 bytes at `va` of `mr`: `op` makes the new
+    /// value from the old one. Returns the old value, or `None` if the bytes cannot be
+    /// reached. Atomic against every other atomic of the device (the memory of a
+    /// process is not locked against the process itself, as on any device).
+    pub(crate) fn atomic(
+        &self,
+        mr: &KeyEntry,
+        va: u64,
+        op: impl FnOnce(u64) -> u64,
+    ) -> Option<u64> {
+        let _guard = self.atomic_lock.lock();
+        let mut b = [0u8; 8];
+        mr.read(va, &mut b).ok()?;
+        let old = u64::from_ne_bytes(b);
+        mr.write(va, &op(old).to_ne_bytes()).ok()?;
+        Some(old)
     }
 
     /// The active path MTU in bytes.

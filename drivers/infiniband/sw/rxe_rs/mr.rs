@@ -91,6 +91,8 @@ pub(crate) mod need {
     pub(crate) const LOCAL_READ: u32 = 0;
     pub(crate) const LOCAL_WRITE: u32 = 1 << 0;
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
+    pub(crate) const REMOTE_READ: u32 = 1 << 2;
+    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
 }
 
 impl KeyEntry {
@@ -103,6 +105,11 @@ impl KeyEntry {
             return Err(AccessError::Range);
         }
         usize::try_from(off).map_err(|_| AccessError::Range)
+    }
+
+    /// Whether `len` bytes at `iova` are inside the key's range.
+    pub(crate) fn covers(&self, iova: u64, len: usize) -> bool {
+        self.offset(iova, len).is_ok()
     }
 
     /// Copies `data` into the memory at `iova`.

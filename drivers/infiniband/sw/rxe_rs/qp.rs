@@ -25,6 +25,7 @@ use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device, DeviceRef, Mtu},
+    netdev::NetDevice,
     pd::PdId,
     qp::{
         transition_ok, AddressVector, NetworkType, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent,
@@ -336,6 +337,11 @@ impl RxeQp {
             _ => 0,
         };
         let req = ReqState::new(slots)?;
+        let responder = RespState::new(if init.qp_type == QpType::Rc {
+            param::MAX_QP_RD_ATOM as usize
+        } else {
+            0
+        })?;
         let dev_ref = dev.get_ref().ok_or(ENODEV)?;
         let shared = Task::new(try_pin_init!(QpShared {
             wc_qp: init.wc_qp,
@@ -356,7 +362,7 @@ impl RxeQp {
                 rq,
                 req_psn: 0,
                 req,
-                resp: RespState::new(),
+                resp: responder,
                 rnr_left: 0,
                 retry_left: 0,
                 rnr_wait: false,
@@ -639,6 +645,42 @@ impl RxeQp {
         }
     }
 
+    /// Sends the READ responses that wait, one packet at a time (one caller at a time,
+    /// as the requester).
+    fn run_responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
+        {
+            let mut inner = shared.inner.lock();
+            if inner.resp.busy {
+                inner.resp.again = true;
+                return;
+            }
+            inner.resp.busy = true;
+        }
+        loop {
+            let out = {
+                let mut inner = shared.inner.lock();
+                let out = if inner.dead {
+                    None
+                } else {
+                    crate::resp::next_response(ndev, shared, &mut inner)
+                };
+                if out.is_none() {
+                    if inner.resp.again && !inner.dead {
+                        inner.resp.again = false;
+                        continue;
+                    }
+                    inner.resp.busy = false;
+                    inner.resp.again = false;
+                }
+                out
+            };
+            match out {
+                Some(o) => crate::xmit::send(dev, ndev, o),
+                None => break,
+            }
+        }
+    }
+
     /// A packet for the QP `qp`; returns whether the QP took it.
     pub(crate) fn receive(
         dev: &Device<RxeRs>,
@@ -655,9 +697,13 @@ impl RxeQp {
         }
         if pkt.info.flags & flag::REQUEST != 0 {
             let (taken, reply) = crate::resp::request(dev, &ndev, qp, &mut inner, pkt, ip);
+            let responses = inner.resp.has_responses();
             drop(inner);
             if let Some(out) = reply {
                 crate::xmit::send(dev, &ndev, out);
+            }
+            if responses {
+                Self::run_responder(dev, &ndev, qp);
             }
             return taken;
         }

@@ -29,7 +29,7 @@ use crate::mr::{self, need};
 use crate::qp::{QpInner, QpShared, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
-    headers::{Bth, Deth, Reth},
+    headers::{AtomicEth, Bth, Deth, Reth},
     psn,
 };
 use crate::wqe::{op, send_flag, SendWqe, MAX_SEND_WQE};
@@ -62,6 +62,10 @@ pub(crate) struct ReqState {
     since_ack: u32,
     /// Per ring slot: the record of the WQE started in it.
     pub(crate) sent: KVVec<SentWqe>,
+    /// RDMA READs and atomics started and not completed.
+    pub(crate) rd_pending: u32,
+    /// Response packets of the oldest WQE (a READ) received so far.
+    pub(crate) read_got: u32,
     /// Someone is running the requester; `again` asks it to look once more.
     pub(crate) busy: bool,
     pub(crate) again: bool,
@@ -76,6 +80,8 @@ impl ReqState {
             next: 0,
             cur: None,
             since_ack: 0,
+            rd_pending: 0,
+            read_got: 0,
             sent,
             busy: false,
             again: false,
@@ -87,6 +93,8 @@ impl ReqState {
         self.next = 0;
         self.cur = None;
         self.since_ack = 0;
+        self.rd_pending = 0;
+        self.read_got = 0;
     }
 
     /// The record of the WQE in slot `index`.
@@ -181,15 +189,40 @@ fn connected(
                     return Step::Again;
                 }
             };
-            let allowed = matches!(
-                wqe.opcode,
-                op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM
-            );
+            let rc = shared.qp_type == QpType::Rc;
+            let allowed = match wqe.opcode {
+                op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => true,
+                op::RDMA_READ | op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => rc,
+                _ => false,
+            };
             if !allowed {
                 fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
                 return Step::Again;
             }
-            let packets = wqe.length.div_ceil(mtu).max(1);
+            let atomic = is_atomic(wqe.opcode);
+            if atomic && wqe.length < 8 {
+                fail(dev, shared, inner, wqe.wr_id, WC_LOC_LEN_ERR);
+                return Step::Again;
+            }
+            if is_read_or_atomic(wqe.opcode) {
+                // No more outstanding than the QP may have in flight.
+                if inner.req.rd_pending >= u32::from(inner.attrs.max_rd_atomic).max(1) {
+                    return Step::Idle;
+                }
+            }
+            // A fenced WQE waits for the READs and atomics before it.
+            if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+                return Step::Idle;
+            }
+            // A READ takes one PSN per response packet, an atomic one.
+            let packets = if atomic {
+                1
+            } else {
+                wqe.length.div_ceil(mtu).max(1)
+            };
+            if is_read_or_atomic(wqe.opcode) {
+                inner.req.rd_pending += 1;
+            }
             let first_psn = inner.req_psn;
             if let Some(slot) = inner.req.sent.get_mut(index as usize) {
                 *slot = SentWqe {
@@ -214,6 +247,9 @@ fn connected(
             return Step::Again;
         }
     };
+    if is_read_or_atomic(rec.opcode) {
+        return read_or_atomic(dev, ndev, shared, inner, index, rec, &wqe);
+    }
     let payload = (rec.length - offset).min(mtu);
     let first = offset == 0;
     let last = offset + payload == rec.length;
@@ -276,6 +312,112 @@ fn connected(
     Step::Packet(out)
 }
 
+/// Whether a WQE opcode is an atomic.
+pub(crate) fn is_atomic(opcode: u32) -> bool {
+    matches!(opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD)
+}
+
+/// Whether a WQE opcode is answered with data (READ, atomics).
+pub(crate) fn is_read_or_atomic(opcode: u32) -> bool {
+    opcode == op::RDMA_READ || is_atomic(opcode)
+}
+
+/// The one request packet of an RDMA READ or an atomic.
+fn read_or_atomic(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    index: u32,
+    rec: SentWqe,
+    wqe: &SendWqe,
+) -> Step {
+    let (opcode, ext) = match rec.opcode {
+        op::RDMA_READ => (
+            0x0c,
+            Ext {
+                reth: Reth {
+                    va: wqe.remote_addr,
+                    rkey: wqe.rkey,
+                    len: rec.length,
+                },
+                ..Default::default()
+            },
+        ),
+        _ => {
+            let cmp = rec.opcode == op::ATOMIC_CMP_AND_SWP;
+            (
+                if cmp { 0x13 } else { 0x14 },
+                Ext {
+                    atomic: AtomicEth {
+                        va: wqe.remote_addr,
+                        rkey: wqe.atomic_rkey,
+                        swap_add: if cmp { wqe.swap } else { wqe.compare_add },
+                        compare: if cmp { wqe.compare_add } else { 0 },
+                    },
+                    ..Default::default()
+                },
+            )
+        }
+    };
+    inner.req.since_ack = 0;
+    let bth = Bth {
+        opcode,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: inner.attrs.dest_qp_num,
+        ack_req: true,
+        psn: rec.first_psn,
+        ..Default::default()
+    };
+    let av = inner.attrs.av;
+    let built = xmit::build(ndev, &av, shared.qp_num(), &bth, &ext, 0, |_| {
+        Ok::<(), u32>(())
+    });
+    let Ok(out) = built else {
+        fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+        return Step::Again;
+    };
+    // The responses use the PSNs up to the last.
+    inner.req_psn = psn::add(rec.last_psn, 1);
+    inner.req.cur = None;
+    inner.req.next = inner.sq.next_index(index);
+    Step::Packet(out)
+}
+
+/// Writes `data` into a send WQE's buffers from byte `at` on (the data of a READ
+/// response or an atomic's original value).
+pub(crate) fn scatter_local(
+    dev: &RxeDev,
+    shared: &Arc<Task<QpShared>>,
+    wqe: &SendWqe,
+    at: usize,
+    data: &[u8],
+) -> Result<(), u32> {
+    let mut skip = at;
+    let mut done = 0;
+    for sge in wqe.sges() {
+        if done == data.len() {
+            break;
+        }
+        let len = sge.length as usize;
+        if skip >= len {
+            skip -= len;
+            continue;
+        }
+        let n = (len - skip).min(data.len() - done);
+        let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_WRITE)
+            .map_err(|_| WC_LOC_PROT_ERR)?;
+        mr.write(sge.addr + skip as u64, &data[done..done + n])
+            .map_err(|_| WC_LOC_PROT_ERR)?;
+        done += n;
+        skip = 0;
+    }
+    if done != data.len() {
+        return Err(WC_LOC_LEN_ERR);
+    }
+    Ok(())
+}
+
 /// Completes the oldest WQE of the send queue successfully; `rec` is its record.
 pub(crate) fn complete_head(
     dev: &Device<RxeRs>,
@@ -284,15 +426,22 @@ pub(crate) fn complete_head(
     rec: SentWqe,
 ) {
     inner.sq.advance();
+    if is_read_or_atomic(rec.opcode) {
+        inner.req.rd_pending = inner.req.rd_pending.saturating_sub(1);
+        inner.req.read_got = 0;
+    }
     if shared.sq_sig_all || rec.flags & send_flag::SIGNALED != 0 {
         let c = Completion {
             wr_id: rec.wr_id,
             status: WC_SUCCESS,
             opcode: match rec.opcode {
                 op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => wc_op::RDMA_WRITE,
+                op::RDMA_READ => wc_op::RDMA_READ,
+                op::ATOMIC_CMP_AND_SWP => wc_op::COMP_SWAP,
+                op::ATOMIC_FETCH_AND_ADD => wc_op::FETCH_ADD,
                 _ => wc_op::SEND,
             },
-            byte_len: rec.length,
+            byte_len: if is_atomic(rec.opcode) { 8 } else { rec.length },
             qp_num: shared.qp_num(),
             wc_qp: shared.wc_qp,
             ..Default::default()

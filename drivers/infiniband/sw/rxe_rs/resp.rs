@@ -41,7 +41,7 @@ use crate::roce::{
     psn::{self, PSN_MASK},
 };
 use crate::xmit::{self, Outgoing};
-use kernel::sync::Arc;
+use kernel::{prelude::*, sync::Arc};
 
 /// The syndrome of a plain ACK: the credit field says "no credits counted" (as rxe).
 const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
@@ -61,6 +61,22 @@ pub(crate) enum Msg {
     Discard,
 }
 
+/// What an RDMA READ or atomic request was answered with, kept to answer it again if
+/// the request comes again (its response was lost).
+pub(crate) enum Answer {
+    /// READ responses from `va`, `len` bytes, through an MR (none for length 0).
+    Read(Option<Arc<KeyEntry>>, u64, u32),
+    /// The original value an atomic found.
+    Atomic(u64),
+}
+
+/// A responder resource: one READ or atomic request and its PSNs.
+pub(crate) struct Resource {
+    first_psn: u32,
+    last_psn: u32,
+    answer: Answer,
+}
+
 /// The responder's state of a connected QP.
 pub(crate) struct RespState {
     /// The PSN expected next.
@@ -70,23 +86,132 @@ pub(crate) struct RespState {
     pub(crate) msg: Option<Msg>,
     /// A sequence NAK was sent for the expected PSN and not answered yet.
     nak_sent: bool,
+    /// The last READ and atomic requests, oldest replaced first.
+    res: KVec<Resource>,
+    res_next: usize,
+    /// The READ response being sent: its resource and the next PSN.
+    sending: Option<(usize, u32)>,
+    /// Someone is sending responses; `again` asks it to look once more.
+    pub(crate) busy: bool,
+    pub(crate) again: bool,
 }
 
 impl RespState {
-    pub(crate) fn new() -> Self {
-        Self {
+    /// The state of a QP that keeps up to `resources` READ and atomic requests.
+    pub(crate) fn new(resources: usize) -> Result<Self> {
+        Ok(Self {
             psn: 0,
             msn: 0,
             msg: None,
             nak_sent: false,
-        }
+            res: KVec::with_capacity(resources, GFP_KERNEL)?,
+            res_next: 0,
+            sending: None,
+            busy: false,
+            again: false,
+        })
     }
 
     /// Starts over at `psn` (a move to RTR, or RESET).
     pub(crate) fn reset(&mut self, psn: u32) {
-        *self = Self::new();
         self.psn = psn;
+        self.msn = 0;
+        self.msg = None;
+        self.nak_sent = false;
+        self.res.clear();
+        self.res_next = 0;
+        self.sending = None;
     }
+
+    /// Keeps a new resource (replacing the oldest when `limit` are kept); returns its
+    /// index.
+    fn keep(&mut self, r: Resource, limit: usize) -> usize {
+        let limit = limit.clamp(1, self.res.capacity().max(1));
+        if self.res.len() < limit {
+            if self.res.push_within_capacity(r).is_ok() {
+                return self.res.len() - 1;
+            }
+            return 0;
+        }
+        let i = self.res_next % self.res.len();
+        self.res[i] = r;
+        self.res_next = i + 1;
+        if self.sending.is_some_and(|(s, _)| s == i) {
+            self.sending = None;
+        }
+        i
+    }
+
+    /// The resource whose PSNs hold `p`.
+    fn find(&self, p: u32) -> Option<usize> {
+        self.res
+            .iter()
+            .position(|r| psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0)
+    }
+
+    /// Whether READ responses wait to be sent.
+    pub(crate) fn has_responses(&self) -> bool {
+        self.sending.is_some()
+    }
+}
+
+/// Builds the next READ response, if one is waiting.
+pub(crate) fn next_response(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> Option<Outgoing> {
+    let (i, p) = inner.resp.sending?;
+    let r = inner.resp.res.get(i)?;
+    let Answer::Read(entry, va, len) = &r.answer else {
+        inner.resp.sending = None;
+        return None;
+    };
+    let (va, len) = (*va, *len);
+    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let n = r.last_psn.wrapping_sub(r.first_psn) & PSN_MASK;
+    let k = p.wrapping_sub(r.first_psn) & PSN_MASK;
+    let at = u64::from(k) * u64::from(mtu);
+    let payload = (u64::from(len) - at.min(u64::from(len))).min(u64::from(mtu)) as usize;
+    let opcode = match (n, k) {
+        (0, _) => 0x10,
+        (_, 0) => 0x0d,
+        (n, k) if k == n => 0x0f,
+        _ => 0x0e,
+    };
+    let bth = Bth {
+        opcode,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: inner.attrs.dest_qp_num,
+        psn: p,
+        ..Default::default()
+    };
+    let ext = Ext {
+        aeth: Aeth {
+            syndrome: ACK_CREDITS,
+            msn: inner.resp.msn,
+        },
+        ..Default::default()
+    };
+    let last = p == r.last_psn;
+    let built = xmit::build(
+        ndev,
+        &inner.attrs.av,
+        shared.qp_num(),
+        &bth,
+        &ext,
+        payload,
+        |out| match entry {
+            Some(e) if !out.is_empty() => e.read(va + at, out),
+            _ => Ok(()),
+        },
+    );
+    inner.resp.sending = if last {
+        None
+    } else {
+        Some((i, psn::add(p, 1)))
+    };
+    built.ok()
 }
 
 /// An acknowledgement (or NAK) to send once the QP's lock is released.
@@ -376,6 +501,10 @@ fn rc(
 ) -> (bool, Reply) {
     let p = pkt.bth.psn;
     let d = psn::diff(p, inner.resp.psn);
+    let f = pkt.info.flags;
+    if d <= 0 && f & (flag::READ | flag::ATOMIC) != 0 {
+        return read_or_atomic(dev, ndev, shared, inner, pkt, d == 0);
+    }
     if d < 0 {
         // A duplicate: already placed. Say again how far we are, if asked.
         let reply = if pkt.bth.ack_req {
@@ -438,6 +567,140 @@ fn rc(
             (true, reply)
         }
     }
+}
+
+/// An RDMA READ or atomic request, new (`fresh`) or one that came again.
+fn read_or_atomic(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    fresh: bool,
+) -> (bool, Reply) {
+    let p = pkt.bth.psn;
+    let atomic = pkt.info.flags & flag::ATOMIC != 0;
+    if !fresh {
+        // Answer again from the resource; one that is gone cannot be answered.
+        let Some(i) = inner.resp.find(p) else {
+            return (false, None);
+        };
+        return match inner.resp.res[i].answer {
+            Answer::Atomic(orig) if atomic => (true, atomic_ack(ndev, shared, inner, p, orig)),
+            Answer::Read(..) if !atomic => {
+                inner.resp.sending = Some((i, p));
+                (true, None)
+            }
+            _ => (false, None),
+        };
+    }
+    inner.resp.nak_sent = false;
+    let limit = usize::from(inner.attrs.max_dest_rd_atomic);
+    if !atomic {
+        let Some(reth) = pkt.reth() else {
+            return (false, None);
+        };
+        let entry = if reth.len == 0 {
+            None
+        } else {
+            match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_READ) {
+                Ok(e) if e.covers(reth.va, reth.len as usize) => Some(e),
+                _ => {
+                    let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+                    responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+                    return (true, reply);
+                }
+            }
+        };
+        let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+        let n = reth.len.div_ceil(mtu).max(1);
+        let last = psn::add(p, n - 1);
+        let i = inner.resp.keep(
+            Resource {
+                first_psn: p,
+                last_psn: last,
+                answer: Answer::Read(entry, reth.va, reth.len),
+            },
+            limit,
+        );
+        inner.resp.psn = psn::add(last, 1);
+        inner.resp.msn = psn::add(inner.resp.msn, 1);
+        inner.resp.sending = Some((i, p));
+        return (true, None);
+    }
+    let Some(a) = pkt.atomic_eth() else {
+        return (false, None);
+    };
+    if a.va % 8 != 0 {
+        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+        return (true, reply);
+    }
+    let orig = match mr::lookup(&dev.mr_table, a.rkey, shared.pd, need::REMOTE_ATOMIC) {
+        Ok(e) => dev.atomic(&e, a.va, |old| {
+            if pkt.bth.opcode & 0x1f == 0x13 {
+                if old == a.compare {
+                    a.swap_add
+                } else {
+                    old
+                }
+            } else {
+                old.wrapping_add(a.swap_add)
+            }
+        }),
+        Err(_) => None,
+    };
+    let Some(orig) = orig else {
+        let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+        return (true, reply);
+    };
+    inner.resp.keep(
+        Resource {
+            first_psn: p,
+            last_psn: p,
+            answer: Answer::Atomic(orig),
+        },
+        limit,
+    );
+    inner.resp.psn = psn::add(p, 1);
+    inner.resp.msn = psn::add(inner.resp.msn, 1);
+    (true, atomic_ack(ndev, shared, inner, p, orig))
+}
+
+/// The acknowledgement of an atomic, with the original value.
+fn atomic_ack(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &QpInner,
+    psn: u32,
+    orig: u64,
+) -> Reply {
+    let bth = Bth {
+        opcode: 0x12,
+        pkey: crate::param::DEFAULT_PKEY,
+        dest_qp: inner.attrs.dest_qp_num,
+        psn,
+        ..Default::default()
+    };
+    let ext = Ext {
+        aeth: Aeth {
+            syndrome: ACK_CREDITS,
+            msn: inner.resp.msn,
+        },
+        atomic_ack: orig,
+        ..Default::default()
+    };
+    xmit::build(
+        ndev,
+        &inner.attrs.av,
+        shared.qp_num(),
+        &bth,
+        &ext,
+        0,
+        |_| Ok::<(), ()>(()),
+    )
+    .ok()
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)

@@ -24,10 +24,14 @@ pub(crate) mod op {
     pub(crate) const RDMA_WRITE_WITH_IMM: u32 = 1;
     pub(crate) const SEND: u32 = 2;
     pub(crate) const SEND_WITH_IMM: u32 = 3;
+    pub(crate) const RDMA_READ: u32 = 4;
+    pub(crate) const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub(crate) const ATOMIC_FETCH_AND_ADD: u32 = 6;
 }
 
 /// Send flags (`IB_SEND_*`).
 pub(crate) mod send_flag {
+    pub(crate) const FENCE: u32 = 1 << 0;
     pub(crate) const SIGNALED: u32 = 1 << 1;
     pub(crate) const SOLICITED: u32 = 1 << 2;
     pub(crate) const INLINE: u32 = 1 << 3;
@@ -66,6 +70,10 @@ pub(crate) struct SendWqe {
     pub(crate) ex: [u8; 4],
     pub(crate) remote_addr: u64,
     pub(crate) rkey: u32,
+    /// Atomics: the operands and the rkey (the atomic layout has it after them).
+    pub(crate) compare_add: u64,
+    pub(crate) swap: u64,
+    pub(crate) atomic_rkey: u32,
     /// UD: destination QP, its Q_Key and the address handle's number.
     pub(crate) remote_qpn: u32,
     pub(crate) remote_qkey: u32,
@@ -118,6 +126,9 @@ impl SendWqe {
             ex,
             remote_addr: u64_at(b, 24),
             rkey: u32_at(b, 32),
+            compare_add: u64_at(b, 32),
+            swap: u64_at(b, 40),
+            atomic_rkey: u32_at(b, 48),
             remote_qpn: u32_at(b, 24),
             remote_qkey: u32_at(b, 28),
             ah_num: u32_at(b, 36),
