@@ -39,7 +39,7 @@ use super::{
     mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
     pd::{Pd, PdId},
-    qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
+    qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit, QpType},
     srq::{self, Srq, SrqAttr, SrqModify},
     stats::StatDesc,
     ucontext::Ucontext,
@@ -1080,8 +1080,10 @@ impl<T: Driver> Device<T> {
             // A process's doorbell: its work requests are in its ring.
             return from_result(|| T::doorbell(qp).map(|()| 0));
         }
-        // SAFETY: `wr` heads a chain of valid requests for the call.
-        for w in unsafe { SendWr::chain(wr) } {
+        let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
+        // SAFETY: `wr` heads a chain of valid requests for the call, of the kind the QP's
+        // type says.
+        for w in unsafe { SendWr::chain(wr, ud) } {
             if let Err(e) = T::post_send(qp, &w) {
                 // SAFETY: `bad` is valid for writes for the call.
                 unsafe { *bad = w.as_ptr() };

@@ -365,3 +365,8 @@ bool rxe_rs_device_try_get(struct ib_device *dev)
 {
 	return ib_device_try_get(dev);
 }
+
+bool rxe_rs_virt_addr_valid(unsigned long addr)
+{
+	return virt_addr_valid((void *)addr);
+}

@@ -154,6 +154,48 @@ impl Drop for Umem {
     }
 }
 
+/// Memory a kernel consumer gives the device through its DMA MR (`local_dma_lkey`).
+///
+/// The device does its DMA "virtually" (`ib_uses_virt_dma()`: it registers no DMA
+/// device), so the DMA addresses ib_core hands kernel consumers, and that they put in
+/// their work requests, are kernel virtual addresses of memory they mapped for the
+/// device, valid until they unmap it, which they may do only once the work request
+/// completed. Each range is checked to be in the kernel's direct map before use.
+pub(crate) struct KernelMemory;
+
+impl KernelMemory {
+    /// The range `addr..addr + len` as a pointer, if it is in the direct map.
+    fn range(addr: u64, len: usize) -> Result<*mut u8> {
+        let start = usize::try_from(addr).map_err(|_| EFAULT)?;
+        let last = start.checked_add(len.max(1) - 1).ok_or(EFAULT)?;
+        // SAFETY: Only compares the addresses with the direct map's bounds.
+        let valid = unsafe {
+            bindings::rxe_rs_virt_addr_valid(start) && bindings::rxe_rs_virt_addr_valid(last)
+        };
+        if !valid {
+            return Err(EFAULT);
+        }
+        Ok(start as *mut u8)
+    }
+
+    /// Copies `data` to the kernel consumer's memory at `addr`.
+    pub(crate) fn write(addr: u64, data: &[u8]) -> Result {
+        let dst = Self::range(addr, data.len())?;
+        // SAFETY: Per the type's documentation the consumer mapped this memory for the
+        // device until the work request completes, and it is in the direct map.
+        unsafe { bindings::rxe_rs_shared_copy(dst.cast(), data.as_ptr().cast(), data.len()) };
+        Ok(())
+    }
+
+    /// Copies the kernel consumer's memory at `addr` into `out`.
+    pub(crate) fn read(addr: u64, out: &mut [u8]) -> Result {
+        let src = Self::range(addr, out.len())?;
+        // SAFETY: As in `write`.
+        unsafe { bindings::rxe_rs_shared_copy(out.as_mut_ptr().cast(), src.cast(), out.len()) };
+        Ok(())
+    }
+}
+
 /// The pages a fast-registration MR maps: DMA addresses of pages of the MR's page
 /// size, at most as many as the MR was allocated for.
 #[pin_data]

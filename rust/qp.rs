@@ -617,6 +617,12 @@ impl<T: Driver> Qp<T> {
         // SAFETY: Set at create and never changed.
         unsafe { (*self.ib.get()).qp_num }
     }
+
+    /// The QP's type.
+    pub(crate) fn qp_type(&self) -> QpType {
+        // SAFETY: Set by ib_core before create, never changed; create checked it.
+        QpType::from_raw(unsafe { (*self.ib.get()).qp_type }).unwrap_or(QpType::Rc)
+    }
 }
 
 /// Translates a modify's attributes.

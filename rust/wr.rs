@@ -12,7 +12,7 @@
 //! refuses, which it reports back as the bad one. Completions are written into the
 //! consumer's array through [`WcOut`].
 
-use super::bindings;
+use super::{ah::Ah, bindings, device::Driver};
 use core::marker::PhantomData;
 
 /// One scatter/gather element of a work request.
@@ -87,8 +87,31 @@ impl<'a> RecvWr<'a> {
 }
 
 /// A kernel consumer's send work request, for the duration of the post call.
+///
+/// The request is the first member of a larger struct that its opcode (and, for
+/// datagrams, the QP's type) selects: `struct ib_rdma_wr`, `struct ib_atomic_wr` or
+/// `struct ib_ud_wr`. The views below read that struct only when the opcode or QP type
+/// says it is there.
 pub(crate) struct SendWr<'a> {
     raw: &'a bindings::ib_send_wr,
+    /// Posted to a UD or GSI QP: the request is an `ib_ud_wr`.
+    ud: bool,
+}
+
+/// Kernel send opcodes (`enum ib_wr_opcode`) the views below need.
+mod wr_op {
+    pub(super) const RDMA_WRITE: u32 = 0;
+    pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
+    pub(super) const RDMA_READ: u32 = 4;
+    pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
+    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+}
+
+/// The datagram part of a send work request.
+pub(crate) struct UdWr<'a, T: Driver> {
+    pub(crate) ah: &'a Ah<T>,
+    pub(crate) remote_qpn: u32,
+    pub(crate) remote_qkey: u32,
 }
 
 impl<'a> SendWr<'a> {
@@ -97,9 +120,99 @@ impl<'a> SendWr<'a> {
     /// # Safety
     ///
     /// As [`RecvWr::chain`].
-    pub(super) unsafe fn chain(wr: *const bindings::ib_send_wr) -> impl Iterator<Item = Self> {
+    /// `ud` says whether the QP is a UD or GSI one (its requests are `ib_ud_wr`).
+    pub(super) unsafe fn chain(
+        wr: *const bindings::ib_send_wr,
+        ud: bool,
+    ) -> impl Iterator<Item = Self> {
         // SAFETY: Per the caller.
-        unsafe { walk(wr, |w| w.next) }.map(|raw| Self { raw })
+        unsafe { walk(wr, |w| w.next) }.map(move |raw| Self { raw, ud })
+    }
+
+    /// The opcode (`IB_WR_*`).
+    pub(crate) fn opcode(&self) -> u32 {
+        self.raw.opcode
+    }
+
+    /// The flags (`IB_SEND_*`).
+    pub(crate) fn send_flags(&self) -> u32 {
+        self.raw.send_flags as u32
+    }
+
+    /// The immediate data (in wire order) or the rkey to invalidate, as 4 bytes.
+    pub(crate) fn ex(&self) -> [u8; 4] {
+        // SAFETY: Both union members are plain 32-bit values.
+        unsafe { self.raw.ex.imm_data }.to_ne_bytes()
+    }
+
+    /// The number of SGEs (a negative count reads as `usize::MAX`, which any limit
+    /// refuses).
+    pub(crate) fn num_sge(&self) -> usize {
+        usize::try_from(self.raw.num_sge).unwrap_or(usize::MAX)
+    }
+
+    /// SGE `i`, `i` below [`Self::num_sge`].
+    pub(crate) fn sge(&self, i: usize) -> Sge {
+        assert!(i < self.num_sge());
+        // SAFETY: Per `chain`'s caller the list holds `num_sge` elements.
+        let s = unsafe { &*self.raw.sg_list.add(i) };
+        Sge {
+            addr: s.addr,
+            length: s.length,
+            lkey: s.lkey,
+        }
+    }
+
+    /// The remote address and rkey of an RDMA WRITE or READ.
+    pub(crate) fn rdma(&self) -> Option<(u64, u32)> {
+        if self.ud
+            || !matches!(
+                self.opcode(),
+                wr_op::RDMA_WRITE | wr_op::RDMA_WRITE_WITH_IMM | wr_op::RDMA_READ
+            )
+        {
+            return None;
+        }
+        // SAFETY: Per ib_core's contract, an RDMA request is the `wr` member (the first)
+        // of a `struct ib_rdma_wr`.
+        let w = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_rdma_wr>() };
+        Some((w.remote_addr, w.rkey))
+    }
+
+    /// The remote address, compare/add and swap operands and rkey of an atomic.
+    pub(crate) fn atomic(&self) -> Option<(u64, u64, u64, u32)> {
+        if self.ud
+            || !matches!(
+                self.opcode(),
+                wr_op::ATOMIC_CMP_AND_SWP | wr_op::ATOMIC_FETCH_AND_ADD
+            )
+        {
+            return None;
+        }
+        // SAFETY: Per ib_core's contract, an atomic request is the `wr` member (the
+        // first) of a `struct ib_atomic_wr`.
+        let w = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_atomic_wr>() };
+        Some((w.remote_addr, w.compare_add, w.swap, w.rkey))
+    }
+
+    /// The address handle, QP number and Q_Key of a datagram.
+    pub(crate) fn ud<T: Driver>(&self) -> Option<UdWr<'a, T>> {
+        if !self.ud {
+            return None;
+        }
+        // SAFETY: Per ib_core's contract, a request to a UD or GSI QP is the `wr` member
+        // (the first) of a `struct ib_ud_wr`.
+        let w = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_ud_wr>() };
+        if w.ah.is_null() {
+            return None;
+        }
+        Some(UdWr {
+            // SAFETY: The consumer's AH, made on the QP's device (a `Device<T>`), live
+            // for the call.
+            ah: unsafe { Ah::<T>::from_raw(w.ah) },
+            remote_qpn: w.remote_qpn,
+            remote_qkey: w.remote_qkey,
+        })
     }
 
     /// The request as ib_core knows it, to report it as the bad one.

@@ -90,6 +90,11 @@ impl RxeAh {
     pub(crate) fn av(&self) -> AddressVector {
         self.shared.av
     }
+
+    /// The AH's number, as work requests name it.
+    pub(crate) fn num(&self) -> u32 {
+        self.shared.num.get()
+    }
 }
 
 impl Drop for RxeAh {

@@ -12,14 +12,15 @@
 //! The data path finds an MR by key ([`lookup`]): the entry holds everything a packet or
 //! a work request needs (key, PD, access rights, address range, the pinned pages), and
 //! a lookup hands out a reference to it, so memory stays pinned while a copy to or from
-//! it runs even if the MR is deregistered meanwhile. Only user MRs carry data yet: the
-//! DMA and fast-registration MRs of kernel consumers are found but refuse access.
+//! it runs even if the MR is deregistered meanwhile. User MRs and the DMA MR of kernel
+//! consumers carry data; a fast-registration MR refuses access until REG_MR work
+//! requests exist.
 
 use crate::device::RxeRs;
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
-    mr::{MrCreated, PageList, Umem},
+    mr::{KernelMemory, MrCreated, PageList, Umem},
     pd::PdId,
 };
 use crate::param::{self, Charge, Quota};
@@ -57,8 +58,10 @@ const ON_DEMAND: u32 = 1 << 6;
 enum Memory {
     /// A process's pinned pages.
     User(Umem),
-    /// A kernel consumer's: all of memory (DMA MR) or a fast-registration MR's pages.
-    Kernel,
+    /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
+    Dma,
+    /// A fast-registration MR: nothing until a REG_MR work request registers pages.
+    Fast,
     /// A memory window, not bound to anything.
     Window,
 }
@@ -117,7 +120,8 @@ impl KeyEntry {
         let off = self.offset(iova, data.len())?;
         match &self.memory {
             Memory::User(u) => u.write(off, data).map_err(|_| AccessError::Range),
-            Memory::Kernel | Memory::Window => Err(AccessError::Key),
+            Memory::Dma => KernelMemory::write(iova, data).map_err(|_| AccessError::Range),
+            Memory::Fast | Memory::Window => Err(AccessError::Key),
         }
     }
 
@@ -126,7 +130,8 @@ impl KeyEntry {
         let off = self.offset(iova, out.len())?;
         match &self.memory {
             Memory::User(u) => u.read(off, out).map_err(|_| AccessError::Range),
-            Memory::Kernel | Memory::Window => Err(AccessError::Key),
+            Memory::Dma => KernelMemory::read(iova, out).map_err(|_| AccessError::Range),
+            Memory::Fast | Memory::Window => Err(AccessError::Key),
         }
     }
 }
@@ -256,7 +261,7 @@ impl RxeMr {
 
     pub(crate) fn dma(dev: &Device<RxeRs>, pd: PdId, access: u32) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
-        Self::finish(dev, pd, access, (0, u64::MAX), Memory::Kernel, None, charge)
+        Self::finish(dev, pd, access, (0, u64::MAX), Memory::Dma, None, charge)
     }
 
     /// A fast-registration MR for up to `max_pages` pages (at most what the device
@@ -268,7 +273,7 @@ impl RxeMr {
         let charge = Quota::charge(&dev.mrs)?;
         let pages = PageList::new(max_pages)?;
         // No access until a REG_MR work request registers it.
-        Self::finish(dev, pd, 0, (0, 0), Memory::Kernel, Some(pages), charge)
+        Self::finish(dev, pd, 0, (0, 0), Memory::Fast, Some(pages), charge)
     }
 
     /// The page list of a fast-registration MR.

@@ -25,6 +25,7 @@ use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device, DeviceRef, Mtu},
+    mr::KernelMemory,
     netdev::NetDevice,
     pd::PdId,
     qp::{
@@ -42,7 +43,7 @@ use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
-use crate::wqe::SEND_WQE_HDR;
+use crate::wqe::{op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
 use kernel::{prelude::*, sync::Arc};
 
 /// The GSI QP's Q_Key.
@@ -117,6 +118,8 @@ pub(crate) struct QpInner {
     pub(crate) rnr_wait: bool,
     /// An acknowledgement made progress since the timeout timer was set.
     pub(crate) progress: bool,
+    /// The task is to run the requester (a kernel consumer posted).
+    kick: bool,
     /// Set by destroy: nothing is processed any more.
     dead: bool,
     /// Events to deliver from the workqueue.
@@ -163,15 +166,19 @@ impl Numbered for Task<QpShared> {
 
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
-        let pending = {
+        let (pending, kick) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
             }
-            core::mem::take(&mut inner.pending)
+            let kick = core::mem::replace(&mut inner.kick, false);
+            (core::mem::take(&mut inner.pending), kick)
         };
         for ev in pending {
             task.events.raise(ev);
+        }
+        if kick {
+            RxeQp::run_requester(&task.dev, task);
         }
     }
 
@@ -367,6 +374,7 @@ impl RxeQp {
                 retry_left: 0,
                 rnr_wait: false,
                 progress: false,
+                kick: false,
                 dead: false,
                 pending: KVec::new(),
             }),
@@ -739,14 +747,81 @@ impl RxeQp {
         }
     }
 
+    /// A kernel consumer's send work request, in rxe's WQE layout (the requester reads
+    /// kernel and user send rings alike).
+    fn kernel_wqe(shared: &QpShared, wr: &SendWr<'_>) -> Result<([u8; MAX_SEND_WQE], usize)> {
+        let mut b = [0u8; MAX_SEND_WQE];
+        let opcode = wr.opcode();
+        let flags = wr.send_flags();
+        match opcode {
+            op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {}
+            op::RDMA_READ | op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD
+                if shared.qp_type == QpType::Rc => {}
+            // Memory registration and invalidation work requests come with fast
+            // registration.
+            _ => return Err(eopnotsupp()),
+        }
+        b[0..8].copy_from_slice(&wr.wr_id().to_ne_bytes());
+        b[12..16].copy_from_slice(&opcode.to_ne_bytes());
+        b[16..20].copy_from_slice(&flags.to_ne_bytes());
+        b[20..24].copy_from_slice(&wr.ex());
+        if let Some(ud) = wr.ud::<RxeRs>() {
+            b[24..28].copy_from_slice(&ud.remote_qpn.to_ne_bytes());
+            b[28..32].copy_from_slice(&ud.remote_qkey.to_ne_bytes());
+            b[36..40].copy_from_slice(&ud.ah.num().to_ne_bytes());
+        } else if matches!(shared.qp_type, QpType::Ud | QpType::Gsi) {
+            return Err(EINVAL);
+        }
+        if let Some((addr, rkey)) = wr.rdma() {
+            b[24..32].copy_from_slice(&addr.to_ne_bytes());
+            b[32..36].copy_from_slice(&rkey.to_ne_bytes());
+        }
+        if let Some((addr, compare_add, swap, rkey)) = wr.atomic() {
+            b[24..32].copy_from_slice(&addr.to_ne_bytes());
+            b[32..40].copy_from_slice(&compare_add.to_ne_bytes());
+            b[40..48].copy_from_slice(&swap.to_ne_bytes());
+            b[48..52].copy_from_slice(&rkey.to_ne_bytes());
+        }
+        let n = wr.num_sge();
+        if n > shared.sq_max_sge as usize {
+            return Err(EINVAL);
+        }
+        let mut length = 0u32;
+        let mut end = SEND_WQE_HDR;
+        for i in 0..n {
+            let sge = wr.sge(i);
+            length = length.checked_add(sge.length).ok_or(EINVAL)?;
+            if flags & send_flag::INLINE != 0 {
+                // Inline data is copied now, from the consumer's (kernel) memory.
+                let len = sge.length as usize;
+                if length > shared.sq_max_inline || end + len > MAX_SEND_WQE {
+                    return Err(EINVAL);
+                }
+                KernelMemory::read(sge.addr, &mut b[end..end + len])?;
+                end += len;
+            } else {
+                b[end..end + 8].copy_from_slice(&sge.addr.to_ne_bytes());
+                b[end + 8..end + 12].copy_from_slice(&sge.length.to_ne_bytes());
+                b[end + 12..end + 16].copy_from_slice(&sge.lkey.to_ne_bytes());
+                end += SGE_LEN as usize;
+            }
+        }
+        // The DMA state: total length, what remains of it, then the SGE count.
+        b[184..188].copy_from_slice(&length.to_ne_bytes());
+        b[188..192].copy_from_slice(&length.to_ne_bytes());
+        b[196..200].copy_from_slice(&(n as u32).to_ne_bytes());
+        Ok((b, end))
+    }
+
     /// A kernel consumer's send work request.
     ///
     /// In the error state it completes at once with a flush error (that is how
     /// `ib_drain_sq()` learns the queue is empty); before RTS it is refused, as by rxe.
-    /// The requester does not exist yet: in RTS and SQD the request is refused with
-    /// `EOPNOTSUPP` rather than queued to be never sent.
+    /// Otherwise it goes into the send ring, and the QP's task runs the requester:
+    /// consumers post from any context, interrupts off included, where no packet may
+    /// be sent.
     pub(crate) fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
-        let inner = qp.shared.inner.lock();
+        let mut inner = qp.shared.inner.lock();
         if inner.sq.is_user() {
             // A process's work goes through its ring and the doorbell.
             return Err(EINVAL);
@@ -766,7 +841,16 @@ impl RxeQp {
                 qp.shared.send_cq.post(&qp.device().wq, &c, false);
                 Ok(())
             }
-            QpState::Rts | QpState::Sqd | QpState::Sqe => Err(eopnotsupp()),
+            QpState::Rts | QpState::Sqd | QpState::Sqe => {
+                let (wqe, len) = Self::kernel_wqe(&qp.shared, wr)?;
+                inner.sq.push(&wqe[..len])?;
+                if inner.state == QpState::Rts {
+                    inner.kick = true;
+                    drop(inner);
+                    qp.device().wq.run(&qp.shared);
+                }
+                Ok(())
+            }
         }
     }
 

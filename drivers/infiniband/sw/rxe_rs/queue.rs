@@ -123,6 +123,19 @@ impl WqeRing {
         self.ring.set_consumer(self.consumer);
     }
 
+    /// Adds a work request the device built itself (a kernel consumer's send, in
+    /// rxe's `struct rxe_send_wqe` layout); `ENOMEM` when the ring is full.
+    pub(crate) fn push(&mut self, wqe: &[u8]) -> Result {
+        let producer = self.ring.producer();
+        let geo = self.ring.geometry();
+        if producer.wrapping_sub(self.consumer) & geo.mask() == geo.capacity() {
+            return Err(ENOMEM);
+        }
+        self.ring.write_slot(producer, wqe);
+        self.ring.set_producer(producer.wrapping_add(1));
+        Ok(())
+    }
+
     /// Adds a kernel consumer's receive request in rxe's `struct rxe_recv_wqe` layout.
     ///
     /// Fails with `EINVAL` for more SGEs than `max_sge` or a total length beyond 32 bits,
