@@ -78,7 +78,10 @@ unsafe impl Backend for IrqSpinLockBackend {
 
 /// Waits until every RCU read-side section that began before the call has ended.
 /// Sleeps.
+///
+/// The expedited grace period: destroys wait for it, and a process tearing down
+/// thousands of objects must not wait a normal grace period for each.
 pub(crate) fn synchronize_rcu() {
     // SAFETY: Called in process context, which the callers' documentation requires.
-    unsafe { bindings::synchronize_rcu() };
+    unsafe { bindings::synchronize_rcu_expedited() };
 }

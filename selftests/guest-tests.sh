@@ -159,6 +159,118 @@ t_stress() {
 	[ "$before" = "$after" ] && [ $((slab1 - slab0)) -lt 1024 ]
 }
 t_unsupported_fails() { with_dev && "$VB" "$DEV" unsupported_fails; }
+# Data traffic: stock tools, server and client in this guest on the one device (the
+# packets loop back through it). Every tool runs under `timeout`; servers never outlive
+# their test.
+TO=30
+# Iterations of each ping-pong run (TCG is slow).
+PP_ITERS=50
+# The index of the device's RoCE v2 GID for eth0's IPv4 address (v4) or for its IPv6
+# link-local address (v6), as ibv_devinfo shows them; empty if none.
+gid_line() {
+	case $1 in
+	v4) pat='::ffff:10\.0\.2\.15' ;;
+	v6) pat=$(ip -6 -o addr show dev eth0 scope link | awk '{ sub("/.*", "", $4); print $4; exit }') ;;
+	esac
+	[ -n "$pat" ] || return 0
+	ibv_devinfo -v -d "$DEV" | sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*$pat, RoCE v2\$/\1/p" | head -n 1
+}
+has_gid() { [ -n "$(gid_line "$1")" ]; }
+# gid_index v4|v6: that index, waiting a while for it (the GID table follows address
+# changes asynchronously).
+gid_index() {
+	wait_for has_gid "$1" || { echo "no RoCE v2 $1 GID on $DEV:" >&2; ibv_devinfo -v -d "$DEV" | grep GID >&2; return 1; }
+	gid_line "$1"
+}
+# Something listens on PORT: a TCP socket (the tools' out-of-band exchange) or an RDMA
+# CM ID (rdmacm-utils).
+listening() {
+	[ -n "$(ss -Htln "sport = :$1")" ] ||
+		rdma res show cm_id 2>/dev/null | grep -Eq "state LISTEN .*src-addr [^ ]*:$1( |\$)"
+}
+# pair PORT SERVER CLIENT: starts the server command in the background, waits until it
+# listens on PORT, runs the client command, then waits for the server (both under
+# timeout; the server is stopped at once if the client failed). Fails if either failed.
+# Their output is in /tmp/server.out and /tmp/client.out, and in the log.
+pair() {
+	timeout "$TO" $2 > /tmp/server.out 2>&1 &
+	spid=$!
+	if ! wait_for listening "$1"; then
+		echo "server not listening on $1: $2"; kill "$spid"; wait "$spid"
+		cat /tmp/server.out; return 1
+	fi
+	timeout "$TO" $3 > /tmp/client.out 2>&1
+	crc=$?
+	[ $crc = 0 ] || kill "$spid" 2>/dev/null
+	wait "$spid"
+	src=$?
+	echo "server ($src): $2"; sed 's/^/  /' /tmp/server.out
+	echo "client ($crc): $3"; sed 's/^/  /' /tmp/client.out
+	[ $src = 0 ] && [ $crc = 0 ]
+}
+# pingpong rc|uc|ud|srq v4|v6 SIZES: ibv_*_pingpong at each size, polling and with -e
+# (sleeping on CQ events). With -c the server checks the client's data and prints
+# "invalid data" on a mismatch (its exit status stays 0); both sides must report their
+# iterations.
+pingpong() {
+	with_dev || return 1
+	idx=$(gid_index "$2") || return 1
+	for size in $3; do
+		for ev in "" -e; do
+			cmd="ibv_$1_pingpong -d $DEV -g $idx -n $PP_ITERS -s $size -c${ev:+ $ev}"
+			pair 18515 "$cmd" "$cmd 127.0.0.1" || return 1
+			if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
+			grep -q "^$PP_ITERS iters in" /tmp/server.out && grep -q "^$PP_ITERS iters in" /tmp/client.out ||
+				{ echo "no iteration report"; return 1; }
+		done
+	done
+}
+t_rc_pingpong_v4() { pingpong rc v4 "1 4096 65536"; }
+t_rc_pingpong_v6() { pingpong rc v6 "1 4096 65536"; }
+t_uc_pingpong_v4() { pingpong uc v4 "1 4096 65536"; }
+t_uc_pingpong_v6() { pingpong uc v6 "1 4096 65536"; }
+# UD messages must fit the path MTU (1024 on eth0's 1500).
+t_ud_pingpong_v4() { pingpong ud v4 "1 1024"; }
+t_ud_pingpong_v6() { pingpong ud v6 "1 1024"; }
+# 16 QPs sharing one SRQ on each side.
+t_srq_pingpong_v4() { pingpong srq v4 "1 4096 65536"; }
+t_srq_pingpong_v6() { pingpong srq v6 "1 4096 65536"; }
+# The RDMA CM (librdmacm) resolves 10.0.2.15 to the device.
+cm() { with_dev && modprobe -a rdma_cm rdma_ucm; }
+# rping: 10 RDMA read/write round trips; the client compares what came back (-V) and
+# fails on a mismatch; the server shows each ping (-v).
+t_rping() {
+	cm || return 1
+	pair 7174 "rping -s -a 10.0.2.15 -v -V -C 10" "rping -c -a 10.0.2.15 -v -V -C 10" || return 1
+	[ "$(grep -c 'server ping data: rdma-ping-' /tmp/server.out)" = 10 ] || { echo "want 10 pings on the server"; return 1; }
+}
+# ucmatose: 2 RC connections, 10 sends each way on each.
+t_ucmatose() {
+	cm || return 1
+	pair 7471 "ucmatose -b 10.0.2.15 -c 2 -C 10" "ucmatose -s 10.0.2.15 -c 2 -C 10" &&
+		grep -q 'return status 0' /tmp/server.out && grep -q 'return status 0' /tmp/client.out
+}
+# udaddy: 2 UD endpoints, 10 datagrams each way on each.
+t_udaddy() {
+	cm || return 1
+	pair 7174 "udaddy -b 10.0.2.15 -c 2 -C 10" "udaddy -s 10.0.2.15 -c 2 -C 10" &&
+		grep -q 'return status 0' /tmp/server.out && grep -q 'return status 0' /tmp/client.out
+}
+# perftest TOOL: server and client on the device, IPv4 GID, few iterations; both exit 0
+# and the client prints a result line (numbers under the #bytes header).
+perftest() {
+	with_dev || return 1
+	idx=$(gid_index v4) || return 1
+	cmd="$1 -d $DEV -x $idx -F -n 100"
+	pair 18515 "$cmd" "$cmd 127.0.0.1" || return 1
+	grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/client.out || { echo "no result line"; return 1; }
+}
+t_ib_send_bw() { perftest ib_send_bw; }
+t_ib_write_bw() { perftest ib_write_bw; }
+t_ib_read_bw() { perftest ib_read_bw; }
+t_ib_atomic_bw() { perftest ib_atomic_bw; }
+t_ib_send_lat() { perftest ib_send_lat; }
+t_ib_write_lat() { perftest ib_write_lat; }
 t_port_follows_carrier() {
 	with_dev || return 1
 	ip link set eth0 down
@@ -320,6 +432,23 @@ run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
+run rc_pingpong_ipv4 t_rc_pingpong_v4
+run rc_pingpong_ipv6 t_rc_pingpong_v6
+run uc_pingpong_ipv4 t_uc_pingpong_v4
+run uc_pingpong_ipv6 t_uc_pingpong_v6
+run ud_pingpong_ipv4 t_ud_pingpong_v4
+run ud_pingpong_ipv6 t_ud_pingpong_v6
+run srq_pingpong_ipv4 t_srq_pingpong_v4
+run srq_pingpong_ipv6 t_srq_pingpong_v6
+run rping_validate t_rping
+run ucmatose_rc t_ucmatose
+run udaddy_ud t_udaddy
+run perftest_ib_send_bw t_ib_send_bw
+run perftest_ib_write_bw t_ib_write_bw
+run perftest_ib_read_bw t_ib_read_bw
+run perftest_ib_atomic_bw t_ib_atomic_bw
+run perftest_ib_send_lat t_ib_send_lat
+run perftest_ib_write_lat t_ib_write_lat
 run port_follows_carrier t_port_follows_carrier
 run bad_missing_netdev t_missing_netdev
 run bad_name_taken t_name_taken
