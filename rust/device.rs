@@ -40,7 +40,7 @@ use super::{
     netdev::{NetDevice, NetDeviceRef},
     pd::{Pd, PdId},
     qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit, QpType},
-    srq::{self, Srq, SrqAttr, SrqModify},
+    srq::{self, Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
     ucontext::Ucontext,
     udata::Udata,
@@ -469,6 +469,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         dev: &Device<Self>,
         attr: &SrqAttr,
         user: Option<&UserCall<'_, Self>>,
+        events: &Arc<SrqEvents>,
     ) -> Result<(Self::Srq, SrqAttr)>;
 
     /// The consumer resizes an SRQ or arms its limit.

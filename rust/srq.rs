@@ -16,7 +16,12 @@ use super::{
     device::{Device, Driver},
 };
 use core::ptr;
-use kernel::{prelude::*, types::Opaque};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    sync::{Arc, Mutex},
+    types::Opaque,
+};
 
 /// The sizes and limit of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -54,15 +59,67 @@ pub(crate) struct SrqModify {
     pub(crate) srq_limit: Option<u32>,
 }
 
+/// The consumer's event callback of one SRQ (`IB_EVENT_SRQ_LIMIT_REACHED`), callable
+/// until the SRQ is destroyed. As [`super::qp::QpEvents`]: the call sleeps and must
+/// come from a workqueue.
+#[pin_data]
+pub(crate) struct SrqEvents {
+    #[pin]
+    srq: Mutex<Option<RawSrq>>,
+}
+
+/// # Invariants
+///
+/// Points to a live `ib_srq`; only held inside [`SrqEvents`] until the SRQ's destroy.
+struct RawSrq(*mut bindings::ib_srq);
+
+// SAFETY: The pointer is only used under the `SrqEvents` lock, from any thread.
+unsafe impl Send for RawSrq {}
+
+impl SrqEvents {
+    fn new(srq: *mut bindings::ib_srq) -> Result<Arc<Self>> {
+        // INVARIANT: `srq` is being created and lives until destroy revokes it.
+        Arc::pin_init(
+            pin_init!(Self {
+                srq <- new_mutex!(Some(RawSrq(srq))),
+            }),
+            GFP_KERNEL,
+        )
+    }
+
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`, if the SRQ still exists.
+    pub(crate) fn limit_reached(&self) {
+        let guard = self.srq.lock();
+        if let Some(RawSrq(srq)) = *guard {
+            // SAFETY: By the `RawSrq` invariant the SRQ is live while we hold the lock;
+            // the event only lives for the call.
+            unsafe {
+                if let Some(handler) = (*srq).event_handler {
+                    let mut ev: bindings::ib_event = pin_init::zeroed();
+                    ev.device = (*srq).device;
+                    ev.element.srq = srq;
+                    ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
+                    handler(&mut ev, (*srq).srq_context);
+                }
+            }
+        }
+    }
+
+    fn revoke(&self) {
+        *self.srq.lock() = None;
+    }
+}
+
 /// A shared receive queue of driver `T`.
 ///
 /// # Invariants
 ///
-/// `data` is initialised between a successful create and `destroy_srq`; `ib.device` is a
-/// `Device<T>` for the whole time.
+/// `events` and `data` are initialised between a successful create and `destroy_srq`;
+/// `ib.device` is a `Device<T>` for the whole time.
 #[repr(C)]
 pub(crate) struct Srq<T: Driver> {
     ib: Opaque<bindings::ib_srq>,
+    events: Arc<SrqEvents>,
     data: T::Srq,
 }
 
@@ -96,11 +153,15 @@ impl<T: Driver> Srq<T> {
         let dev = unsafe { Device::<T>::from_raw(ib.device) };
         // SAFETY: Per the caller.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let (data, attr) = T::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref())?;
+        let events = SrqEvents::new(srq)?;
+        let (data, attr) = T::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)?;
         attr.write_to(&mut a.attr);
         let this = srq.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `data` is not initialised yet.
-        unsafe { ptr::addr_of_mut!((*this).data).write(data) };
+        // SAFETY: `this` has room for `Self`; `events` and `data` are not initialised yet.
+        unsafe {
+            ptr::addr_of_mut!((*this).events).write(events);
+            ptr::addr_of_mut!((*this).data).write(data);
+        }
         Ok(())
     }
 
@@ -111,8 +172,14 @@ impl<T: Driver> Srq<T> {
     /// `srq` must have been created by [`Self::create`] and not dropped yet.
     pub(super) unsafe fn drop_in_place(srq: *mut bindings::ib_srq) {
         let this = srq.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
+        // SAFETY: Initialised and not dropped, per the caller. The callback record is
+        // revoked first (waiting for a call in progress), so no event is raised on the
+        // SRQ once its destroy returns; then the data goes.
+        unsafe {
+            (*this).events.revoke();
+            ptr::drop_in_place(ptr::addr_of_mut!((*this).events));
+            ptr::drop_in_place(ptr::addr_of_mut!((*this).data));
+        }
     }
 
     /// Borrows a live SRQ.

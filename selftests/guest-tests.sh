@@ -107,6 +107,7 @@ t_srq_modify() { vo srq_modify; }
 t_srq_bad() { vo srq_bad; }
 t_srq_busy() { vo srq_busy; }
 t_srq_last_wqe() { vo srq_last_wqe; }
+t_srq_limit_event() { vo srq_limit_event; }
 t_ah() { vo ah; }
 t_mr() { vo mr; }
 t_mw() { vo mw; }
@@ -422,6 +423,7 @@ run srq_limit_resize_query t_srq_modify
 run srq_bad_size_or_limit t_srq_bad
 run core_ebusy_srq_in_use t_srq_busy
 run srq_qp_err_last_wqe_reached t_srq_last_wqe
+run srq_limit_event_ud_data t_srq_limit_event
 run ah_create_destroy_pd_busy t_ah
 run mr_reg_dereg_keys_pd_busy t_mr
 run mw_alloc_dealloc_pd_busy t_mw

@@ -1122,6 +1122,119 @@ static int check_srq_last_wqe(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+static struct ibv_ah *make_ah(struct qp_env *e, int sgid_index);
+
+/*
+ * Datagrams from one UD QP to another on the same device, received from an SRQ with its
+ * limit armed: each receive gets the 40-byte GRH and the payload intact, the limit fires
+ * IBV_EVENT_SRQ_LIMIT_REACHED once when fewer receives than the limit are left, and is
+ * disarmed by it.
+ */
+static int check_srq_limit_event(struct ibv_context *ctx)
+{
+	enum { POSTED = 8, LIMIT = 4, SENT = 5, LEN = 100 };
+	static char rbuf[POSTED][40 + LEN], sbuf[LEN];
+	struct qp_env e;
+	struct ibv_srq *srq;
+	struct ibv_qp *tx, *rx;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_ah *ah;
+	struct ibv_srq_attr sa = { .srq_limit = LIMIT };
+	struct ibv_async_event ev;
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_wc wc[POSTED];
+	int got = 0;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	rmr = ibv_reg_mr(e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	smr = ibv_reg_mr(e.pd, sbuf, sizeof(sbuf), 0);
+	if (!rmr || !smr || !(srq = make_srq(e.pd, 16, 1, 0)))
+		FAIL("setup: %s", strerror(errno));
+	for (int i = 0; i < POSTED; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)rbuf[i], .length = sizeof(rbuf[i]),
+				       .lkey = rmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			FAIL("ibv_post_srq_recv: %s", strerror(errno));
+	}
+	if (ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT))
+		FAIL("arm the limit: %s", strerror(errno));
+	struct ibv_qp_init_attr ta = { .send_cq = e.scq, .recv_cq = e.scq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 8, .max_recv_wr = 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp_init_attr ra = { .send_cq = e.rcq, .recv_cq = e.rcq, .srq = srq,
+				       .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_send_sge = 1 } };
+	if (!(tx = ibv_create_qp(e.pd, &ta)) || !(rx = ibv_create_qp(e.pd, &ra)))
+		FAIL("create QPs: %s", strerror(errno));
+	if (walk_to(&e, tx, IBV_QPS_RTS) || walk_to(&e, rx, IBV_QPS_RTS))
+		return 1;
+	if (!(ah = make_ah(&e, e.gid_index)))
+		FAIL("ibv_create_ah: %s", strerror(errno));
+	for (int i = 0; i < SENT; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)sbuf, .length = LEN, .lkey = smr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .ud = { .ah = ah, .remote_qpn = rx->qp_num,
+							  .remote_qkey = 0x11111111 } } }, *bad;
+
+		memset(sbuf, 'a' + i, LEN);
+		if (ibv_post_send(tx, &wr, &bad))
+			FAIL("ibv_post_send %d: %s", i, strerror(errno));
+		/* One at a time, so each datagram carries its own letter. */
+		if (drain_cq(e.scq, wc, 1, 3000) != 1 || wc[0].status != IBV_WC_SUCCESS)
+			FAIL("send %d did not complete", i);
+	}
+	for (int tries = 0; got < SENT && tries < 300; tries++) {
+		int n = ibv_poll_cq(e.rcq, POSTED - got, wc + got);
+
+		if (n < 0)
+			FAIL("ibv_poll_cq");
+		got += n;
+		if (got < SENT)
+			usleep(10000);
+	}
+	if (got != SENT)
+		FAIL("%d of %d datagrams received", got, SENT);
+	for (int i = 0; i < SENT; i++) {
+		char *b = rbuf[wc[i].wr_id];
+
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].opcode != IBV_WC_RECV ||
+		    wc[i].byte_len != 40 + LEN || !(wc[i].wc_flags & IBV_WC_GRH) ||
+		    wc[i].src_qp != tx->qp_num || wc[i].wr_id != (uint64_t)i)
+			FAIL("receive %d: status %d opcode %d len %u flags %#x src %u wr_id %llu", i,
+			     wc[i].status, wc[i].opcode, wc[i].byte_len, wc[i].wc_flags,
+			     wc[i].src_qp, (unsigned long long)wc[i].wr_id);
+		/* The IPv4 form of the GRH: 20 zero bytes, then the IPv4 header. */
+		for (int j = 0; j < 20; j++)
+			if (b[j])
+				FAIL("receive %d: GRH byte %d is %d", i, j, b[j]);
+		if ((b[20] & 0xf0) != 0x40)
+			FAIL("receive %d: no IPv4 header in the GRH", i);
+		for (int j = 0; j < LEN; j++)
+			if (b[40 + j] != 'a' + i)
+				FAIL("receive %d: payload byte %d is %d", i, j, b[40 + j]);
+	}
+	if (poll(&p, 1, 3000) != 1)
+		FAIL("no async event with %d of %d receives left (limit %d)", POSTED - SENT,
+		     POSTED, LIMIT);
+	if (ibv_get_async_event(ctx, &ev))
+		FAIL("ibv_get_async_event: %s", strerror(errno));
+	if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED || ev.element.srq != srq)
+		FAIL("event %d, want SRQ_LIMIT_REACHED on the SRQ", ev.event_type);
+	ibv_ack_async_event(&ev);
+	if (poll(&p, 1, 200) != 0)
+		FAIL("a second event");
+	if (ibv_query_srq(srq, &sa) || sa.srq_limit != 0)
+		FAIL("limit %u after the event, want 0 (disarmed)", sa.srq_limit);
+	if (ibv_destroy_qp(tx) || ibv_destroy_qp(rx) || ibv_destroy_ah(ah) ||
+	    ibv_destroy_srq(srq) || ibv_dereg_mr(rmr) || ibv_dereg_mr(smr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /* ---- Address handles, memory regions and windows, multicast ---- */
 
 static struct ibv_ah *make_ah(struct qp_env *e, int sgid_index)
@@ -1543,6 +1656,7 @@ static const struct check checks[] = {
 	{ "srq_bad", check_srq_bad },
 	{ "srq_busy", check_srq_busy },
 	{ "srq_last_wqe", check_srq_last_wqe },
+	{ "srq_limit_event", check_srq_limit_event },
 	{ "ah", check_ah },
 	{ "mr", check_mr },
 	{ "mw", check_mw },

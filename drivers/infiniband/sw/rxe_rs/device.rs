@@ -20,7 +20,7 @@ use crate::ib::{
     pd::PdId,
     qp::AddressVector,
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
-    srq::{Srq, SrqAttr, SrqModify},
+    srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
     task::Workqueue,
     ucontext::Ucontext,
@@ -393,8 +393,9 @@ impl Driver for RxeRs {
         dev: &Device<Self>,
         attr: &SrqAttr,
         user: Option<&UserCall<'_, Self>>,
+        events: &Arc<SrqEvents>,
     ) -> Result<(RxeSrq, SrqAttr)> {
-        RxeSrq::create(&dev.srqs, &dev.srq_numbers, attr, user)
+        RxeSrq::create(&dev.srqs, &dev.srq_numbers, attr, user, events)
     }
 
     fn modify_srq(srq: &Srq<Self>, m: &SrqModify, user: Option<&UserCall<'_, Self>>) -> Result {

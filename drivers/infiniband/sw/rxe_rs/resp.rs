@@ -26,7 +26,7 @@ use crate::cq::{
 };
 use crate::device::{RxeDev, RxeRs, PORT};
 use crate::ib::netdev::NetDevice;
-use crate::ib::task::Task;
+use crate::ib::task::{Task, Workqueue};
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -222,9 +222,13 @@ const GRH_LEN: usize = 40;
 
 /// Takes the next receive WQE of a QP (its own ring or its SRQ); `None` when none is
 /// posted, `Some(Err)` for one that fails its checks.
-fn take_recv(shared: &Arc<Task<QpShared>>, inner: &mut QpInner) -> Option<Result<RecvWqe, ()>> {
+fn take_recv(
+    wq: &Workqueue,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> Option<Result<RecvWqe, ()>> {
     match (&shared.srq, &mut inner.rq) {
-        (Some(srq), _) => srq.take().map(|r| r.map_err(|_| ())),
+        (Some(srq), _) => srq.take(wq).map(|r| r.map_err(|_| ())),
         (None, Some(rq)) => rq
             .take::<MAX_RECV_WQE>()
             .map(|b| RecvWqe::parse(b, shared.rq_max_sge).map_err(|_| ())),
@@ -373,7 +377,7 @@ fn place(
                 inner.resp.msg = Some(other);
                 return Placed::Sequence;
             }
-            None => match take_recv(shared, inner) {
+            None => match take_recv(&dev.wq, shared, inner) {
                 None => return Placed::NoWqe,
                 Some(Err(())) => return Placed::Local(WC_LOC_LEN_ERR),
                 Some(Ok(w)) => (w, 0),
@@ -428,7 +432,7 @@ fn place(
     // WRITE with immediate data consumes a receive WQE (which gets no data): make sure
     // there is one before placing anything, so that the packet can simply come again.
     let imm_wqe = match (last, imm) {
-        (true, Some(_)) => match take_recv(shared, inner) {
+        (true, Some(_)) => match take_recv(&dev.wq, shared, inner) {
             None => {
                 if !first {
                     if let Some(e) = entry {
@@ -795,7 +799,7 @@ fn datagram(
     if deth.qkey != qkey {
         return false;
     }
-    let wqe = match take_recv(shared, inner) {
+    let wqe = match take_recv(&dev.wq, shared, inner) {
         None => return false,
         Some(Ok(w)) => w,
         Some(Err(())) => {

@@ -4,9 +4,9 @@
 //!
 //! An SRQ is one receive ring (rxe's `struct rxe_recv_wqe` slots) that librxe, or for a
 //! kernel consumer `post_srq_recv`, produces into and that any QP attached to it
-//! consumes from. Its limit, once armed, raises `IB_EVENT_SRQ_LIMIT_REACHED` when the
-//! ring drains below it; nothing consumes from an SRQ before the data path exists, so
-//! the limit is only kept for now.
+//! consumes from. Its limit, once armed, raises `IB_EVENT_SRQ_LIMIT_REACHED` (from the
+//! device's workqueue) when a receive taken leaves fewer posted than the limit, and is
+//! disarmed by it.
 //!
 //! Resizing follows rxe's user ABI, quirk included: the new ring's `struct mminfo` is
 //! written to a user address that the command carries (`struct rxe_modify_srq_cmd`),
@@ -17,7 +17,9 @@ use crate::device::RxeRs;
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
+    srq::SrqEvents,
     srq::{Srq, SrqAttr, SrqModify},
+    task::{Task, TaskRun, Workqueue},
     wr::RecvWr,
 };
 use crate::param::{self, Charge, Quota};
@@ -51,10 +53,11 @@ pub(crate) struct RxeSrq {
 
 /// A QP's reference to the SRQ it takes receives from.
 #[derive(Clone)]
-pub(crate) struct SrqHandle(Arc<SrqShared>);
+pub(crate) struct SrqHandle(Arc<Task<SrqShared>>);
 
 #[pin_data]
 pub(crate) struct SrqShared {
+    events: Arc<SrqEvents>,
     /// SGEs per receive WQE.
     max_sge: u32,
     #[pin]
@@ -65,6 +68,26 @@ struct SrqInner {
     ring: WqeRing,
     /// The armed limit (0: not armed).
     limit: u32,
+    /// The limit was reached: the task is to tell the consumer.
+    tell_limit: bool,
+}
+
+impl TaskRun for SrqShared {
+    fn run(task: &Arc<Task<Self>>) {
+        let tell = core::mem::replace(&mut task.inner.lock().tell_limit, false);
+        if tell {
+            task.events.limit_reached();
+        }
+    }
+}
+
+impl Drop for RxeSrq {
+    fn drop(&mut self) {
+        // The SRQ is being destroyed, so no QP takes from it any more (ib_core refuses
+        // to destroy an SRQ in use): once its task is off the workqueue, nothing of it
+        // runs.
+        Task::cancel(&self.shared.0);
+    }
 }
 
 /// The device's source of SRQ numbers.
@@ -97,6 +120,7 @@ impl RxeSrq {
         numbers: &SrqNumbers,
         attr: &SrqAttr,
         user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<SrqEvents>,
     ) -> Result<(Self, SrqAttr)> {
         check_max_wr(attr.max_wr)?;
         if attr.max_sge > param::MAX_SRQ_SGE {
@@ -118,16 +142,15 @@ impl RxeSrq {
             max_sge,
             srq_limit: attr.srq_limit,
         };
-        let shared = Arc::pin_init(
-            pin_init!(SrqShared {
-                max_sge,
-                inner <- new_spinlock_irq!(SrqInner {
-                    ring,
-                    limit: attr.srq_limit,
-                }),
+        let shared = Task::new(try_pin_init!(SrqShared {
+            events: events.clone(),
+            max_sge,
+            inner <- new_spinlock_irq!(SrqInner {
+                ring,
+                limit: attr.srq_limit,
+                tell_limit: false,
             }),
-            GFP_KERNEL,
-        )?;
+        }))?;
         Ok((
             Self {
                 shared: SrqHandle(shared),
@@ -214,10 +237,17 @@ impl RxeSrq {
 }
 
 impl SrqHandle {
-    /// Takes the oldest posted receive for an arriving message.
-    pub(crate) fn take(&self) -> Option<Result<RecvWqe, WqeError>> {
+    /// Takes the oldest posted receive for an arriving message; when that leaves fewer
+    /// posted than the armed limit, the limit is disarmed and the consumer told.
+    pub(crate) fn take(&self, wq: &Workqueue) -> Option<Result<RecvWqe, WqeError>> {
         let mut inner = self.0.inner.lock();
         let bytes = inner.ring.take::<MAX_RECV_WQE>()?;
+        if inner.limit != 0 && inner.ring.count() < inner.limit {
+            inner.limit = 0;
+            inner.tell_limit = true;
+            drop(inner);
+            wq.run(&self.0);
+        }
         Some(RecvWqe::parse(bytes, self.0.max_sge))
     }
 }
