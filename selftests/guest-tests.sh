@@ -120,6 +120,19 @@ t_hostile_rings() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: destroy of a QP with a garbage send ring hangs"; return 4; fi
 	vo hostile_rings
 }
+# Hostile send WQEs, one class each: every one ends in an error completion (or a failed
+# doorbell) and the device keeps working. C rxe oopses on a WQE with the kernel-only
+# REG_MR opcode and on inline data that claims 1 GiB (its requester trusts both), so
+# those two do not run there.
+t_hostile_wqes() {
+	with_dev || return 1
+	for c in opcode kernel_opcode inline sge_count sge_overflow lkey; do
+		if [ "$DRIVER" = rxe ] && { [ $c = kernel_opcode ] || [ $c = inline ]; }; then
+			echo "$c: not run on rxe"; continue
+		fi
+		"$VO" "$DEV" "hostile_wqe_$c" || { echo "class $c failed"; return 1; }
+	done
+}
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -432,6 +445,7 @@ run close_device_with_every_object t_close_with_all
 run every_object_loop_sigkill_no_leak t_stress
 run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
+run hostile_wqe_classes t_hostile_wqes
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run rc_pingpong_ipv4 t_rc_pingpong_v4

@@ -1630,6 +1630,98 @@ static int check_hostile_rings(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/*
+ * Hostile send WQEs: a valid WQE is posted while the QP is in INIT (the doorbell fails,
+ * the WQE stays in the ring), found in the mapped send ring by its wr_id, rewritten
+ * into one class of garbage, and sent once the QP (RC, connected to itself) is in RTS,
+ * by the doorbell of a valid WQE posted behind it. Each must end in an error completion (or a failed doorbell) and
+ * leave the device working.
+ */
+enum hostile_class { H_OPCODE, H_KERNEL_OPCODE, H_INLINE, H_SGE_COUNT, H_SGE_OVERFLOW, H_LKEY };
+
+static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
+{
+	const uint64_t magic = 0x5ca1ab1e00000000ull | what;
+	static char buf[64];
+	struct qp_env e;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_wc wc[8];
+	char line[512];
+	uint8_t *wqe = NULL;
+	FILE *f;
+	int n, ret;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	if (!(mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(qp = make_qp(&e, IBV_QPT_RC, 8, 2)) || walk_to(&e, qp, IBV_QPS_INIT))
+		FAIL("setup: %s", strerror(errno));
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = magic, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	/* In INIT the doorbell fails; the WQE stays in the ring. */
+	ibv_post_send(qp, &wr, &bad);
+	if (!(f = fopen("/proc/self/maps", "r")))
+		FAIL("maps: %s", strerror(errno));
+	while (!wqe && fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+
+		if (!strstr(line, "/dev/infiniband/uverbs") ||
+		    sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		for (unsigned long a = start + 384; a + 8 <= end; a += 8)
+			if (*(volatile uint64_t *)a == magic) {
+				wqe = (uint8_t *)a;
+				break;
+			}
+	}
+	fclose(f);
+	if (!wqe)
+		FAIL("the posted WQE is not in any ring mapping");
+	/* Offsets of struct rxe_send_wqe (include/uapi/rdma/rdma_user_rxe.h). */
+	uint32_t *opcode = (uint32_t *)(wqe + 12), *flags = (uint32_t *)(wqe + 16);
+	uint32_t *dma_len = (uint32_t *)(wqe + 184), *num_sge = (uint32_t *)(wqe + 196);
+	uint32_t *sge0_len = (uint32_t *)(wqe + 208 + 8), *sge0_lkey = (uint32_t *)(wqe + 208 + 12);
+	uint32_t *sge1_len = (uint32_t *)(wqe + 224 + 8);
+	switch (what) {
+	case H_OPCODE: *opcode = 0x1234567; break;
+	case H_KERNEL_OPCODE: *opcode = 0x20; break; /* IB_WR_REG_MR */
+	case H_INLINE: *flags |= IBV_SEND_INLINE; *dma_len = 1u << 30; break;
+	case H_SGE_COUNT: *num_sge = 100000; break;
+	case H_SGE_OVERFLOW: *num_sge = 2; *sge0_len = 0xffffffff; *sge1_len = 0xffffffff; break;
+	case H_LKEY: *sge0_lkey ^= 0x5a5a5a00; break;
+	}
+	if (walk_to(&e, qp, IBV_QPS_RTS))
+		return 1;
+	/* A valid WQE rings the doorbell; the hostile one is ahead of it. */
+	wr.wr_id = magic + 0x100;
+	ret = ibv_post_send(qp, &wr, &bad);
+	n = drain_cq(e.scq, wc, 2, 2000);
+	fprintf(stderr, "class %d: doorbell %d, %d completion(s), status %d\n", what, ret, n,
+		n > 0 ? (int)wc[0].status : -1);
+	if (!ret && n < 1)
+		FAIL("no completion for the hostile WQE");
+	if (n >= 1 && (wc[0].status == IBV_WC_SUCCESS || wc[0].wr_id != magic))
+		FAIL("completion status %d wr_id %#llx: want an error for the hostile WQE",
+		     wc[0].status, (unsigned long long)wc[0].wr_id);
+	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr))
+		FAIL("teardown: %s", strerror(errno));
+	/* Still working: a fresh QP flushes its receives. */
+	if (!(qp = make_qp(&e, IBV_QPT_RC, 8, 1)) || walk_to(&e, qp, IBV_QPS_INIT) ||
+	    post_recvs(qp, 3, 9) || to_state(&e, qp, IBV_QPS_ERR) || drain_cq(e.rcq, wc, 3, 2000) != 3 ||
+	    ibv_destroy_qp(qp))
+		FAIL("device unusable after a hostile WQE: %s", strerror(errno));
+	return env_close(&e);
+}
+
+static int check_hostile_wqe_opcode(struct ibv_context *c) { return hostile_wqe(c, H_OPCODE); }
+static int check_hostile_wqe_kernel_opcode(struct ibv_context *c) { return hostile_wqe(c, H_KERNEL_OPCODE); }
+static int check_hostile_wqe_inline(struct ibv_context *c) { return hostile_wqe(c, H_INLINE); }
+static int check_hostile_wqe_sge_count(struct ibv_context *c) { return hostile_wqe(c, H_SGE_COUNT); }
+static int check_hostile_wqe_sge_overflow(struct ibv_context *c) { return hostile_wqe(c, H_SGE_OVERFLOW); }
+static int check_hostile_wqe_lkey(struct ibv_context *c) { return hostile_wqe(c, H_LKEY); }
+
 static const struct check checks[] = {
 	{ "cq_sizes", check_cq_sizes },
 	{ "cq_bad", check_cq_bad },
@@ -1665,6 +1757,12 @@ static const struct check checks[] = {
 	{ "stress", NULL, check_stress },
 	{ "cq_overflow", check_cq_overflow },
 	{ "hostile_rings", check_hostile_rings },
+	{ "hostile_wqe_opcode", check_hostile_wqe_opcode },
+	{ "hostile_wqe_kernel_opcode", check_hostile_wqe_kernel_opcode },
+	{ "hostile_wqe_inline", check_hostile_wqe_inline },
+	{ "hostile_wqe_sge_count", check_hostile_wqe_sge_count },
+	{ "hostile_wqe_sge_overflow", check_hostile_wqe_sge_overflow },
+	{ "hostile_wqe_lkey", check_hostile_wqe_lkey },
 	{ NULL }
 };
 
