@@ -9,6 +9,7 @@
 #   make bootstrap        toolchain/guest tree and both test kernels, nothing else
 #   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
 #   make stress           the every-object loop at length (ROUNDS=2000) on the debug kernel
+#   make interop          wire interop: a guest with C rxe against one with rxe_rs
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -39,7 +40,10 @@ rdma-core-tests:
 stress:
 	tools/stress.sh
 
+interop:
+	tools/interop.sh
+
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress clean
+.PHONY: default module bootstrap run check rdma-core-tests stress interop clean

@@ -3,20 +3,25 @@
 # Boot a test kernel under QEMU TCG with the toolchain tree as root (virtio-9p) and run a
 # script in it as the guest's payload.
 #
-#   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS] SCRIPT
+#   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS]
+#                   [--link LPORT:RPORT:MAC] SCRIPT
 #
 # DIR is shared with the guest at /mnt/host; SCRIPT is copied there as cmd.sh, together
 # with the kernel's modules. The console goes to stdout and DIR/console.log. The exit
 # status is the script's; a guest that crashes, hangs or never reports fails.
+# --link gives the guest a second NIC (eth1, MAC as given) whose frames travel as UDP
+# datagrams between 127.0.0.1:LPORT and 127.0.0.1:RPORT: two guests with mirrored ports
+# share an Ethernet link, and nothing leaves the host's loopback.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-flavor=test share= timeout=600
+flavor=test share= timeout=600 link=
 while [ $# -gt 1 ]; do
 	case $1 in
 	--kernel) flavor=$2; shift 2 ;;
 	--share) share=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--link) link=$2; shift 2 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -42,6 +47,13 @@ if ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
 	mv -f "$root/sbin/.rxe-rs-guest-init.$$" "$root/sbin/rxe-rs-guest-init"
 fi
 
+link_args=()
+if [ -n "$link" ]; then
+	IFS=: read -r lport rport mac <<< "$link"
+	link_args=(-netdev "socket,id=n1,udp=127.0.0.1:$rport,localaddr=127.0.0.1:$lport"
+		-device "virtio-net-pci,netdev=n1,mac=$mac")
+fi
+
 append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
 append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
@@ -56,6 +68,7 @@ boot() {
 		-virtfs "local,path=$root,mount_tag=rootfs,security_model=passthrough,multidevs=remap" \
 		-virtfs "local,path=$share,mount_tag=host,security_model=passthrough,multidevs=remap" \
 		-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
+		"${link_args[@]}" \
 		</dev/null 2>&1 | tee "$share/console.log"
 	qemu=${PIPESTATUS[0]}
 	set -e

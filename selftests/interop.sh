@@ -1,0 +1,87 @@
+#!/bin/sh
+# SPDX-License-Identifier: GPL-2.0
+# Wire interop, run in each of two guests joined by eth1 (tools/interop.sh): one guest
+# with C rxe, the other with rxe_rs. Both run the same list of tests in the same order;
+# in each, one side serves and the other is the client, which retries until the server
+# listens. TAP on stdout.
+#
+#   ROLE=a|b DRIVER=rxe|rxe_rs ME=ADDR PEER=ADDR sh interop.sh
+ROLE=${ROLE:?} DRIVER=${DRIVER:?} ME=${ME:?} PEER=${PEER:?}
+DEV=idev
+n=0
+
+modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel rdma_cm rdma_ucm
+case $DRIVER in
+rxe) modprobe rdma_rxe ;;
+rxe_rs) insmod /mnt/host/rxe_rs.ko ;;
+esac
+ip link set eth1 up
+ip addr add "$ME/24" dev eth1
+rdma link add $DEV type "$DRIVER" netdev eth1 || { echo "Bail out! no device"; exit 1; }
+# The RoCE v2 GID of our address on eth1.
+gid=
+for i in $(seq 1 50); do
+	gid=$(ibv_devinfo -v -d $DEV | sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$ME, RoCE v2\$/\1/p" | head -n 1)
+	[ -n "$gid" ] && break
+	sleep 0.2
+done
+[ -n "$gid" ] || { echo "Bail out! no RoCE v2 GID for $ME"; exit 1; }
+# The peer must answer on the link before anything starts.
+for i in $(seq 1 150); do ping -c 1 -W 1 "$PEER" >/dev/null 2>&1 && break; done
+
+# serve CMD: the server side of a test, bounded.
+serve() { timeout 60 "$@"; }
+# client CMD: retries while the server is not up yet (bounded: about 60 s).
+client() {
+	i=0
+	while [ $i -lt 30 ]; do
+		timeout 60 "$@" && return 0
+		i=$((i + 1))
+		sleep 2
+	done
+	return 1
+}
+# t NAME SERVER_ROLE SERVER_CMD CLIENT_CMD: the test NAME, served by SERVER_ROLE.
+t() {
+	n=$((n + 1))
+	if [ "$ROLE" = "$2" ]; then
+		serve sh -c "$3" > /tmp/out 2>&1
+	else
+		sleep 1
+		client sh -c "$4" > /tmp/out 2>&1
+	fi
+	rc=$?
+	if [ $rc = 0 ]; then echo "ok $n $1"; else echo "not ok $n $1"; sed 's/^/#   /' /tmp/out | tail -n 15; fi
+}
+pp() { echo "$1 -d $DEV -g $gid -n 20 -c $2"; }
+pf() { echo "$1 -d $DEV -x $gid -F -n 200 $2"; }
+rp() { echo "rping $1 -a $2 -v -V -C 5"; }
+
+tcpdump -i eth1 -U -w /tmp/roce.pcap udp port 4791 > /dev/null 2>&1 &
+dump=$!
+for s in a b; do
+	t "rc_pingpong_served_by_$s" $s "$(pp ibv_rc_pingpong "-s 4096")" "$(pp ibv_rc_pingpong "-s 4096 $PEER")"
+	t "rc_pingpong_64k_served_by_$s" $s "$(pp ibv_rc_pingpong "-s 65536")" "$(pp ibv_rc_pingpong "-s 65536 $PEER")"
+	t "ud_pingpong_served_by_$s" $s "$(pp ibv_ud_pingpong "-s 512")" "$(pp ibv_ud_pingpong "-s 512 $PEER")"
+	t "ib_write_bw_served_by_$s" $s "$(pf ib_write_bw)" "$(pf ib_write_bw "$PEER")"
+	t "ib_read_bw_served_by_$s" $s "$(pf ib_read_bw)" "$(pf ib_read_bw "$PEER")"
+	t "rping_served_by_$s" $s "$(rp -s "$ME")" "$(rp -c "$PEER")"
+done
+kill $dump; wait $dump 2>/dev/null
+# Every captured frame decodes as RoCE v2 (tshark's InfiniBand dissector on port 4791),
+# and every ICRC, both sides' frames, checks out (selftests/pcap_icrc.py).
+n=$((n + 1))
+tshark -r /tmp/roce.pcap -d udp.port==4791,infiniband -T fields -e infiniband.bth.opcode \
+	-e _ws.malformed > /tmp/frames 2>/tmp/tshark.err
+total=$(wc -l < /tmp/frames)
+decoded=$(awk -F '\t' '$1 != "" && $2 == ""' /tmp/frames | wc -l)
+echo "# tshark: $total frames captured on $DRIVER's side, $decoded decoded as InfiniBand BTH"
+if [ "$total" -gt 0 ] && [ "$decoded" = "$total" ]; then echo "ok $n capture_decodes_as_roce_v2"; else
+	echo "not ok $n capture_decodes_as_roce_v2"; head -n 5 /tmp/frames /tmp/tshark.err | sed 's/^/#   /'; fi
+n=$((n + 1))
+if python3 /mnt/host/pcap_icrc.py /tmp/roce.pcap > /tmp/icrc 2>&1; then r=ok; else r="not ok"; fi
+sed 's/^/# /' /tmp/icrc
+echo "$r $n capture_icrc_good_both_directions"
+echo "1..$n"
+rdma link delete $DEV
+exit 0
