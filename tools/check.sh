@@ -149,6 +149,22 @@ if grep -q '^FAIL$' "$out/verdicts"; then
 fi
 stage_end
 
+# Wire interop: a guest with C rxe and one with rxe_rs on one link (tools/interop.sh);
+# every test must pass on both sides.
+stage_start "wire interop: C rxe and rxe_rs, two guests"
+"$TOOLS_DIR/interop.sh" > "$out/interop.log" 2>&1 || true
+report=$TOP_DIR/build/interop/report.txt
+if [ -s "$report" ]; then
+	while read -r t a b; do
+		if [ "$a" = ok ] && [ "$b" = ok ]; then pass "interop: $t"; else fail "interop: $t (rxe $a, rxe_rs $b)"; fi
+	done < "$report"
+	grep -E '^# .*(frames|ICRC)' "$TOP_DIR/build/interop/b.tap" || true
+else
+	tail -n 20 "$out/interop.log"
+	fail "interop: no results"
+fi
+stage_end
+
 # rdma-core's own suite (pyverbs) on both drivers: a report of where rxe_rs stands, not a
 # pass/fail gate while rxe_rs moves no data (then parity becomes the bar).
 stage_start "rdma-core's test suite on rxe and rxe_rs (report)"
