@@ -370,3 +370,8 @@ bool rxe_rs_virt_addr_valid(unsigned long addr)
 {
 	return virt_addr_valid((void *)addr);
 }
+
+void rxe_rs_netdev_hold(struct net_device *ndev)
+{
+	dev_hold(ndev);
+}

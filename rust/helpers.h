@@ -82,5 +82,6 @@ void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);
+void rxe_rs_netdev_hold(struct net_device *ndev);
 
 #endif /* RXE_RS_HELPERS_H */

@@ -102,6 +102,18 @@ impl NetDeviceRef {
     }
 }
 
+impl NetDevice {
+    /// A counted reference to the netdev (`dev_hold()`).
+    pub(crate) fn hold(&self) -> NetDeviceRef {
+        // SAFETY: The netdev is live (we have `&self`); the reference taken is handed
+        // to the new value.
+        unsafe {
+            bindings::rxe_rs_netdev_hold(self.as_raw());
+            NetDeviceRef::from_raw_owned(self.as_raw())
+        }
+    }
+}
+
 impl core::ops::Deref for NetDeviceRef {
     type Target = NetDevice;
 

@@ -16,7 +16,7 @@ use crate::ib::{
     },
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
-    netdev::NetDevice,
+    netdev::{NetDevice, NetDeviceRef},
     pd::PdId,
     qp::AddressVector,
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
@@ -75,6 +75,9 @@ pub(crate) struct LoopQueue {
 pub(crate) struct RxeDev {
     /// The GUID of node and system image (EUI-64 of the netdev's MAC), network order.
     guid: [u8; 8],
+    /// The netdev, held for the device's lifetime: the data path sends through it
+    /// without asking ib_core (whose lookup takes a lock that is not softirq-safe).
+    pub(crate) ndev: NetDeviceRef,
     /// The active path MTU, as `Mtu as u32`; follows the netdev's MTU.
     active_mtu: Atomic<u32>,
     ucontexts: Arc<Quota>,
@@ -111,6 +114,7 @@ impl RxeDev {
     fn new(ndev: &NetDevice, guid: [u8; 8]) -> impl PinInit<Self, Error> + '_ {
         try_pin_init!(Self {
             guid,
+            ndev: ndev.hold(),
             active_mtu: Atomic::new(path_mtu(ndev.mtu()) as u32),
             ucontexts: Quota::new(param::MAX_UCONTEXT)?,
             pds: Quota::new(param::MAX_PD)?,

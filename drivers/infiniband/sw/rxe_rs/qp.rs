@@ -602,9 +602,7 @@ impl RxeQp {
     /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
     /// in PSN order; a caller that finds it running asks the runner to look again.
     pub(crate) fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
-        let Some(ndev) = dev.netdev(crate::device::PORT) else {
-            return;
-        };
+        let ndev = &dev.ndev;
         {
             let mut inner = shared.inner.lock();
             if inner.req.busy {
@@ -620,7 +618,7 @@ impl RxeQp {
                 let mut inner = shared.inner.lock();
                 let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
                 let step = if go {
-                    crate::req::step(dev, &ndev, shared, &mut inner)
+                    crate::req::step(dev, ndev, shared, &mut inner)
                 } else {
                     Step::Idle
                 };
@@ -642,7 +640,7 @@ impl RxeQp {
                 }
             };
             match step {
-                Step::Packet(out) => crate::xmit::send(dev, &ndev, out),
+                Step::Packet(out) => crate::xmit::send(dev, ndev, out),
                 Step::Again => continue,
                 Step::Idle => break,
             }
@@ -696,22 +694,20 @@ impl RxeQp {
         pkt: &Packet<'_>,
         ip: &[u8],
     ) -> bool {
-        let Some(ndev) = dev.netdev(crate::device::PORT) else {
-            return false;
-        };
+        let ndev = &dev.ndev;
         let mut inner = qp.inner.lock();
         if inner.dead {
             return false;
         }
         if pkt.info.flags & flag::REQUEST != 0 {
-            let (taken, reply) = crate::resp::request(dev, &ndev, qp, &mut inner, pkt, ip);
+            let (taken, reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
             let responses = inner.resp.has_responses();
             drop(inner);
             if let Some(out) = reply {
-                crate::xmit::send(dev, &ndev, out);
+                crate::xmit::send(dev, ndev, out);
             }
             if responses {
-                Self::run_responder(dev, &ndev, qp);
+                Self::run_responder(dev, ndev, qp);
             }
             return taken;
         }
@@ -954,16 +950,17 @@ impl RxeQp {
             inner.dead = true;
             inner.pending.clear();
         }
-        // Nothing re-queues a dead QP's task: once it is off the workqueue, nothing of
-        // the QP runs.
-        Task::cancel(&qp.shared);
         // No new packet can find it.
         qp.device().qp_table.remove(qp.qp_num());
         // The data path uses a QP only in RCU read-side sections (packets in softirq,
-        // the device's own packets, the requester): once a grace period has passed,
-        // none is still at work on this one, every packet it built has been handed on,
-        // and its last references are ours, so its rings go here, in process context.
+        // the device's own packets, the requester and responder runners): once a grace
+        // period has passed, none is still at work on this one and every packet it
+        // built has been handed on.
         crate::ib::sync::synchronize_rcu();
+        // Only those runners set the QP's timer, and only a live QP's; nothing queues a
+        // dead QP's work item. Once both are off the workqueue, nothing of the QP runs,
+        // and its last references are ours: its rings go here, in process context.
+        Task::cancel(&qp.shared);
     }
 }
 
