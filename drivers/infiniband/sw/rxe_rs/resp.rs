@@ -16,8 +16,8 @@
 //! packet ahead of the expected PSN is answered once with a sequence NAK (the requester
 //! goes back), a duplicate is acknowledged again and otherwise ignored, a SEND with no
 //! receive WQE posted gets an RNR NAK, a bad R_Key or range a remote access NAK and an
-//! opcode out of sequence an invalid request NAK (both move the QP to the error
-//! state); every packet that asks for it is acknowledged with the MSN. On UC a
+//! opcode out of sequence or one the QP's access flags do not allow an invalid
+//! request NAK (both move the QP to the error state); every packet that asks for it is acknowledged with the MSN. On UC a
 //! message that loses a packet, or finds no receive WQE, is dropped whole.
 
 use crate::cq::{
@@ -506,6 +506,12 @@ fn rc(
     let p = pkt.bth.psn;
     let d = psn::diff(p, inner.resp.psn);
     let f = pkt.info.flags;
+    if d == 0 && !op_allowed(inner, f) {
+        // An operation the QP does not accept from its peer (its access flags).
+        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+        return (true, reply);
+    }
     if d <= 0 && f & (flag::READ | flag::ATOMIC) != 0 {
         return read_or_atomic(dev, ndev, shared, inner, pkt, d == 0);
     }
@@ -571,6 +577,21 @@ fn rc(
             (true, reply)
         }
     }
+}
+
+/// Whether the QP's access flags let its peer carry out the operation of a request
+/// packet with opcode flags `f` (SENDs need none).
+fn op_allowed(inner: &QpInner, f: u32) -> bool {
+    let need = if f & flag::READ != 0 {
+        need::REMOTE_READ
+    } else if f & flag::WRITE != 0 {
+        need::REMOTE_WRITE
+    } else if f & flag::ATOMIC != 0 {
+        need::REMOTE_ATOMIC
+    } else {
+        0
+    };
+    inner.attrs.access_flags & need == need
 }
 
 /// An RDMA READ or atomic request, new (`fresh`) or one that came again.
@@ -758,6 +779,14 @@ fn uc(
             }
             return false;
         }
+    }
+    if !op_allowed(inner, pkt.info.flags) {
+        inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
+            None
+        } else {
+            Some(Msg::Discard)
+        };
+        return false;
     }
     match place(dev, shared, inner, pkt) {
         Placed::Done(Some(Some(c))) => {
