@@ -9,6 +9,7 @@
 #   make bootstrap        toolchain/guest tree and both test kernels, nothing else
 #   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
 #   make stress           the every-object loop at length (ROUNDS=2000) on the debug kernel
+#   make bench            perftest bandwidth and latency on rxe and on rxe_rs (BENCH_ITERS=scale)
 #   make interop          wire interop: a guest with C rxe against one with rxe_rs
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
@@ -40,10 +41,13 @@ rdma-core-tests:
 stress:
 	tools/stress.sh
 
+bench:
+	tools/bench.sh
+
 interop:
 	tools/interop.sh
 
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress interop clean
+.PHONY: default module bootstrap run check rdma-core-tests stress bench interop clean
