@@ -177,8 +177,10 @@ t_unsupported_fails() { with_dev && "$VB" "$DEV" unsupported_fails; }
 # packets loop back through it). Every tool runs under `timeout`; servers never outlive
 # their test.
 TO=30
-# Iterations of each ping-pong run (TCG is slow).
-PP_ITERS=50
+# Iterations of each ping-pong run and of each perftest run (TCG is slow; the debug
+# kernel's run sets fewer).
+PP_ITERS=${PP_ITERS:-50}
+PF_ITERS=${PF_ITERS:-100}
 # The index of the device's RoCE v2 GID for eth0's IPv4 address (v4) or for its IPv6
 # link-local address (v6), as ibv_devinfo shows them; empty if none.
 gid_line() {
@@ -275,7 +277,7 @@ t_udaddy() {
 perftest() {
 	with_dev || return 1
 	idx=$(gid_index v4) || return 1
-	cmd="$1 -d $DEV -x $idx -F -n 100"
+	cmd="$1 -d $DEV -x $idx -F -n $PF_ITERS"
 	pair 18515 "$cmd" "$cmd 127.0.0.1" || return 1
 	grep -Eq '^ *[0-9]+ +[0-9]+ +[0-9.]+' /tmp/client.out || { echo "no result line"; return 1; }
 }
