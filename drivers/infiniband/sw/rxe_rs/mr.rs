@@ -138,6 +138,10 @@ impl KeyEntry {
 
 /// Finds the MR `key` names for an access that needs the rights `need` from a QP of PD
 /// `pd`.
+///
+/// Only in an RCU read-side section, and the reference must go before the section
+/// ends: deregistration waits for a grace period and then releases the pinned pages,
+/// which must happen in process context, so no one else may hold the entry by then.
 pub(crate) fn lookup(
     table: &KeyTable,
     key: u32,

@@ -668,7 +668,7 @@ impl RxeQp {
                 let out = if inner.dead {
                     None
                 } else {
-                    crate::resp::next_response(ndev, shared, &mut inner)
+                    crate::resp::next_response(dev, ndev, shared, &mut inner)
                 };
                 if out.is_none() {
                     if inner.resp.again && !inner.dead {

@@ -31,7 +31,7 @@ use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
 };
-use crate::mr::{self, need, KeyEntry};
+use crate::mr::{self, need};
 use crate::qp::{QpInner, QpShared, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
@@ -54,9 +54,11 @@ use crate::wqe::{RecvWqe, MAX_RECV_WQE};
 pub(crate) enum Msg {
     /// A SEND into a receive WQE; bytes received so far.
     Send(RecvWqe, u32),
-    /// An RDMA WRITE into an MR: where the next byte goes, what is left of the length
-    /// the RETH announced, and that length.
-    Write(Arc<KeyEntry>, u64, u32, u32),
+    /// An RDMA WRITE: its rkey (`None` for length 0), where the next byte goes, what
+    /// is left of the length the RETH announced, and that length. The key is looked
+    /// up again for every packet: the responder keeps no reference to an MR outside
+    /// the RCU read-side section a packet is handled in (see `mr::lookup`).
+    Write(Option<u32>, u64, u32, u32),
     /// A UC message being dropped to its end.
     Discard,
 }
@@ -64,8 +66,9 @@ pub(crate) enum Msg {
 /// What an RDMA READ or atomic request was answered with, kept to answer it again if
 /// the request comes again (its response was lost).
 pub(crate) enum Answer {
-    /// READ responses from `va`, `len` bytes, through an MR (none for length 0).
-    Read(Option<Arc<KeyEntry>>, u64, u32),
+    /// READ responses from `va`, `len` bytes, through the rkey (none for length 0),
+    /// looked up again for every response.
+    Read(Option<u32>, u64, u32),
     /// The original value an atomic found.
     Atomic(u64),
 }
@@ -157,17 +160,18 @@ impl RespState {
 
 /// Builds the next READ response, if one is waiting.
 pub(crate) fn next_response(
+    dev: &Device<RxeRs>,
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
 ) -> Option<Outgoing> {
     let (i, p) = inner.resp.sending?;
     let r = inner.resp.res.get(i)?;
-    let Answer::Read(entry, va, len) = &r.answer else {
+    let Answer::Read(rkey, va, len) = &r.answer else {
         inner.resp.sending = None;
         return None;
     };
-    let (va, len) = (*va, *len);
+    let (rkey, va, len) = (*rkey, *va, *len);
     let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
     let n = r.last_psn.wrapping_sub(r.first_psn) & PSN_MASK;
     let k = p.wrapping_sub(r.first_psn) & PSN_MASK;
@@ -201,8 +205,10 @@ pub(crate) fn next_response(
         &bth,
         &ext,
         payload,
-        |out| match entry {
-            Some(e) if !out.is_empty() => e.read(va + at, out),
+        |out| match rkey {
+            Some(k) if !out.is_empty() => {
+                mr::lookup(&dev.mr_table, k, shared.pd, need::REMOTE_READ)?.read(va + at, out)
+            }
             _ => Ok(()),
         },
     );
@@ -402,8 +408,8 @@ fn place(
         return Placed::Done(Some(Some(c)));
     }
     // An RDMA WRITE.
-    let (entry, va, left, total) = match inner.resp.msg.take() {
-        Some(Msg::Write(e, va, left, total)) => (Some(e), va, left, total),
+    let (rkey, va, left, total) = match inner.resp.msg.take() {
+        Some(Msg::Write(k, va, left, total)) => (k, va, left, total),
         Some(other) => {
             inner.resp.msg = Some(other);
             return Placed::Sequence;
@@ -413,15 +419,15 @@ fn place(
                 return Placed::Sequence;
             };
             // A zero-length WRITE touches no memory and checks no key.
-            let entry = if reth.len == 0 {
+            let rkey = if reth.len == 0 {
                 None
             } else {
                 match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_WRITE) {
-                    Ok(e) => Some(e),
-                    Err(_) => return Placed::Access,
+                    Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
+                    _ => return Placed::Access,
                 }
             };
-            (entry, reth.va, reth.len, reth.len)
+            (rkey, reth.va, reth.len, reth.len)
         }
     };
     let n = payload.len() as u32;
@@ -435,9 +441,7 @@ fn place(
         (true, Some(_)) => match take_recv(&dev.wq, shared, inner) {
             None => {
                 if !first {
-                    if let Some(e) = entry {
-                        inner.resp.msg = Some(Msg::Write(e, va, left, total));
-                    }
+                    inner.resp.msg = Some(Msg::Write(rkey, va, left, total));
                 }
                 return Placed::NoWqe;
             }
@@ -446,7 +450,11 @@ fn place(
         },
         _ => None,
     };
-    if n != 0 && !entry.as_ref().is_some_and(|e| e.write(va, payload).is_ok()) {
+    let written = rkey.is_some_and(|k| {
+        mr::lookup(&dev.mr_table, k, shared.pd, need::REMOTE_WRITE)
+            .is_ok_and(|e| e.write(va, payload).is_ok())
+    });
+    if n != 0 && !written {
         // The WQE taken for the immediate data completes in error with the QP.
         if let Some(w) = imm_wqe {
             inner.resp.msg = Some(Msg::Send(w, 0));
@@ -454,11 +462,11 @@ fn place(
         return Placed::Access;
     }
     if !last {
-        match entry {
-            Some(e) => inner.resp.msg = Some(Msg::Write(e, va + u64::from(n), left - n, total)),
-            // Only a zero-length WRITE has no key, and it is one packet.
-            None => return Placed::Sequence,
+        // Only a zero-length WRITE has no key, and it is one packet.
+        if rkey.is_none() {
+            return Placed::Sequence;
         }
+        inner.resp.msg = Some(Msg::Write(rkey, va + u64::from(n), left - n, total));
         return Placed::Done(None);
     }
     let (Some(imm), Some(wqe)) = (imm, imm_wqe) else {
@@ -625,11 +633,11 @@ fn read_or_atomic(
         let Some(reth) = pkt.reth() else {
             return (false, None);
         };
-        let entry = if reth.len == 0 {
+        let rkey = if reth.len == 0 {
             None
         } else {
             match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_READ) {
-                Ok(e) if e.covers(reth.va, reth.len as usize) => Some(e),
+                Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
                 _ => {
                     let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
                     responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
@@ -644,7 +652,7 @@ fn read_or_atomic(
             Resource {
                 first_psn: p,
                 last_psn: last,
-                answer: Answer::Read(entry, reth.va, reth.len),
+                answer: Answer::Read(rkey, reth.va, reth.len),
             },
             limit,
         );
