@@ -43,6 +43,8 @@ no_device() { [ -z "$(devices)" ]; }
 run() {
 	# ONLY=regex runs just the matching tests (for working on one or at length).
 	if [ -n "${ONLY:-}" ] && ! echo "$1" | grep -qE "$ONLY"; then return; fi
+	# EXCEPT=regex leaves the matching tests out.
+	if [ -n "${EXCEPT:-}" ] && echo "$1" | grep -qE "$EXCEPT"; then return; fi
 	n=$((n + 1))
 	"$2" > /tmp/test.log 2>&1
 	rc=$?

@@ -86,7 +86,7 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	(
 		set +e
 		"$TOOLS_DIR/vm-run.sh" --kernel debug --share "$TOP_DIR/build/share-debug" \
-			--timeout 2700 "$out/cmd-debug.sh" > "$out/debug.console" 2>&1
+			--timeout 3600 "$out/cmd-debug.sh" > "$out/debug.console" 2>&1
 		echo $? > "$out/debug.rc"
 	) &
 	debug_pid=$!
