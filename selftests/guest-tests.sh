@@ -234,7 +234,8 @@ pair() {
 pingpong() {
 	with_dev || return 1
 	idx=$(gid_index "$2") || return 1
-	# PP_SIZES, when set, replaces each test's sizes (the debug kernel's run).
+	# PP_SIZES, when set, replaces each test's sizes (the debug kernel's run; at
+	# most 1024, which UD allows).
 	for size in ${PP_SIZES:-$3}; do
 		for ev in "" -e; do
 			cmd="ibv_$1_pingpong -d $DEV -g $idx -n $PP_ITERS -s $size -c${ev:+ $ev}"

@@ -6,7 +6,7 @@
 # environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS) passes through to the tests;
 # traffic runs fewer iterations here than on the test kernel (KASAN under TCG is slow).
 # The IPv6 ping-pongs and the latency tests repeat what their neighbours exercise.
-export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-4096}
+export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024}
 export EXCEPT=${EXCEPT:-'_ipv6$|_lat$'}
 kml=/sys/kernel/debug/kmemleak
 [ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
