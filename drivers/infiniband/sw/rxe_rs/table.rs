@@ -119,7 +119,11 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
 
     /// The object numbered `n`, if there is one.
     pub(crate) fn get(&self, n: u32) -> Option<Arc<T>> {
-        let _next = self.next.lock();
-        self.xa.lock().get(n as usize).map(Arc::from)
+        let next = self.next.lock();
+        // The xarray's guard is a temporary of this statement, so it goes before `next`
+        // restores the interrupts (a guard in the tail expression would outlive it).
+        let found = self.xa.lock().get(n as usize).map(Arc::from);
+        drop(next);
+        found
     }
 }
