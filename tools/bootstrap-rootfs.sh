@@ -40,8 +40,10 @@ rm -f "$root.tmp/var/cache/apt/archives/"*.deb
 
 touch "$root.tmp/.complete"
 mv "$root.tmp" "$root"
-# Older trees (other keys) are not needed any more.
+# Older trees (other keys) are not needed any more. One that an interrupted
+# mmdebstrap left with file systems mounted in it cannot go: say so and go on.
 for old in "$RXE_RS_CACHE"/rootfs-*; do
-	[ "$old" = "$root" ] || rm -rf "$old"
+	[ "$old" = "$root" ] || rm -rf "$old" 2>/dev/null ||
+		echo "note: cannot remove $old (mounts left by an interrupted run?)" >&2
 done
 stage_end

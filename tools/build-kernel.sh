@@ -77,7 +77,8 @@ in_rootfs /bin/sh -ec '
 
 touch "$out/.complete"
 for old in "$RXE_RS_CACHE"/kernel-"$flavor"-*; do
-	[ "$old" = "$out" ] || rm -rf "$old"
+	[ "$old" = "$out" ] || rm -rf "$old" 2>/dev/null ||
+		echo "note: cannot remove $old" >&2
 done
 stage_end
 echo "$out"
