@@ -192,6 +192,26 @@ pub(crate) mod cap {
         bindings::ib_device_cap_flags_IB_DEVICE_SYS_IMAGE_GUID as u64;
     /// SRQs can be resized.
     pub(crate) const SRQ_RESIZE: u64 = bindings::ib_device_cap_flags_IB_DEVICE_SRQ_RESIZE as u64;
+    /// RC responders send RNR NAKs.
+    pub(crate) const RC_RNR_NAK_GEN: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_RC_RNR_NAK_GEN as u64;
+    /// Fast registration (REG_MR), LOCAL_INV and SEND with invalidate.
+    pub(crate) const MEM_MGT_EXTENSIONS: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_MGT_EXTENSIONS as u64;
+    /// Memory windows, type 1 ...
+    pub(crate) const MEM_WINDOW: u64 = bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW as u64;
+    /// ... and type 2B.
+    pub(crate) const MEM_WINDOW_TYPE_2B: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_MEM_WINDOW_TYPE_2B as u64;
+    /// FLUSH with global visibility ...
+    pub(crate) const FLUSH_GLOBAL: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_GLOBAL as u64;
+    /// ... and persistence (MRs may ask for it; none gets it without persistent memory).
+    pub(crate) const FLUSH_PERSISTENT: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_FLUSH_PERSISTENT as u64;
+    /// ATOMIC WRITE.
+    pub(crate) const ATOMIC_WRITE: u64 =
+        bindings::ib_device_cap_flags_IB_DEVICE_ATOMIC_WRITE as u64;
 }
 
 /// Port capability bits (`enum ib_port_capability_mask_bits`).
@@ -506,6 +526,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 
     /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
     fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
+
+    /// An MR is to be deregistered: refuse, and it stays as it is; succeed, and it is
+    /// dropped.
+    fn dereg_mr(mr: &Mr<Self>) -> Result;
 
     /// The page list `map_mr_sg` fills, for an MR made by [`Driver::alloc_mr`].
     fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList>;
@@ -1349,7 +1373,11 @@ impl<T: Driver> Device<T> {
         mr: *mut bindings::ib_mr,
         _udata: *mut bindings::ib_udata,
     ) -> c_int {
-        // SAFETY: ib_core calls this once, on an MR this driver made.
+        // SAFETY: ib_core calls this on a live MR this driver made.
+        if let Err(e) = T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) }) {
+            return e.to_errno();
+        }
+        // SAFETY: The driver let it go; ib_core forgets it when this returns 0.
         unsafe { Mr::<T>::free(mr) };
         0
     }

@@ -13,9 +13,10 @@
 //!
 //! A fast-registration MR (`alloc_mr`) holds a [`PageList`] that `map_mr_sg` fills
 //! from a kernel consumer's DMA-mapped scatterlist, through ib_core's
-//! `ib_sg_to_pages()`, one page of the MR's page size at a time; a REG_MR work request
-//! then makes the MR cover those pages.
+//! `ib_sg_to_pages()`, one page of the MR's page size at a time, and the range of
+//! addresses they stand for; a REG_MR work request then makes the MR cover them.
 
+use super::sync::{new_spinlock_irq, SpinLockIrq};
 use super::{
     bindings,
     device::{Device, Driver},
@@ -24,10 +25,9 @@ use core::ptr::NonNull;
 use kernel::ffi::{c_int, c_uint};
 use kernel::{
     error::from_err_ptr,
-    new_spinlock,
-    page::PAGE_SIZE,
+    page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    sync::{Arc, SpinLock},
+    sync::Arc,
     types::Opaque,
 };
 
@@ -197,35 +197,105 @@ impl KernelMemory {
 }
 
 /// The pages a fast-registration MR maps: DMA addresses of pages of the MR's page
-/// size, at most as many as the MR was allocated for.
+/// size, at most as many as the MR was allocated for, and the range of addresses
+/// (`iova`, length) the last `ib_map_mr_sg()` gave them.
 #[pin_data]
 pub(crate) struct PageList {
     #[pin]
-    pages: SpinLock<KVec<u64>>,
+    inner: SpinLockIrq<Pages>,
+}
+
+struct Pages {
+    addrs: KVec<u64>,
+    iova: u64,
+    length: u64,
+    /// log2 of the page size.
+    shift: u32,
 }
 
 impl PageList {
     /// An empty list with room for `max` pages, allocated now (mapping never allocates).
     pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
-        let pages = KVec::with_capacity(max as usize, GFP_KERNEL)?;
+        let addrs = KVec::with_capacity(max as usize, GFP_KERNEL)?;
         Arc::pin_init(
             pin_init!(Self {
-                pages <- new_spinlock!(pages),
+                inner <- new_spinlock_irq!(Pages {
+                    addrs,
+                    iova: 0,
+                    length: 0,
+                    shift: PAGE_SHIFT as u32,
+                }),
             }),
             GFP_KERNEL,
         )
     }
 
-    fn clear(&self) {
-        self.pages.lock().clear();
+    /// The addresses the last mapping covers: first, and how many bytes.
+    pub(crate) fn range(&self) -> (u64, u64) {
+        let p = self.inner.lock();
+        (p.iova, p.length)
+    }
+
+    fn start(&self, page_size: u32) {
+        let mut p = self.inner.lock();
+        p.addrs.clear();
+        p.shift = page_size.trailing_zeros();
+    }
+
+    fn finish(&self, iova: u64, length: u64) {
+        let mut p = self.inner.lock();
+        p.iova = iova;
+        p.length = length;
     }
 
     /// Adds a page; `ENOMEM` when the list is full, which stops the mapping there.
     fn push(&self, addr: u64) -> Result {
-        self.pages
+        self.inner
             .lock()
+            .addrs
             .push_within_capacity(addr)
             .map_err(|_| ENOMEM)
+    }
+
+    /// Calls `f` with (kernel address, range of the caller's buffer) for each piece of
+    /// `len` bytes at `iova`, split at the MR's page boundaries; `EFAULT` if a piece is
+    /// not on a mapped page.
+    fn pieces(
+        &self,
+        iova: u64,
+        len: usize,
+        mut f: impl FnMut(u64, core::ops::Range<usize>) -> Result,
+    ) -> Result {
+        let p = self.inner.lock();
+        let size = 1u64 << p.shift;
+        let mut done = 0;
+        while done < len {
+            let at = iova.checked_add(done as u64).ok_or(EFAULT)?;
+            let page = (at >> p.shift)
+                .checked_sub(p.iova >> p.shift)
+                .and_then(|i| usize::try_from(i).ok())
+                .and_then(|i| p.addrs.get(i))
+                .ok_or(EFAULT)?;
+            let off = at & (size - 1);
+            let n = ((size - off) as usize).min(len - done);
+            f(page + off, done..done + n)?;
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Copies `data` to the mapped memory at `iova`.
+    pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result {
+        self.pieces(iova, data.len(), |addr, r| {
+            KernelMemory::write(addr, &data[r])
+        })
+    }
+
+    /// Copies the mapped memory at `iova` into `out`.
+    pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result {
+        self.pieces(iova, out.len(), |addr, r| {
+            KernelMemory::read(addr, &mut out[r])
+        })
     }
 }
 
@@ -311,10 +381,13 @@ impl<T: Driver> Mr<T> {
         if page_size < 512 || !page_size.is_power_of_two() {
             return Err(EINVAL);
         }
-        list.clear();
+        list.start(page_size);
         // SAFETY: Arguments as ib_core gave them; `set_page` only runs during the call.
         let n = unsafe { bindings::ib_sg_to_pages(mr, sg, nents, offset, Some(Self::set_page)) };
         kernel::error::to_result(n.min(0))?;
+        // SAFETY: `ib_sg_to_pages()` set the MR's address and length for this mapping.
+        let (iova, length) = unsafe { ((*this.ib.get()).iova, (*this.ib.get()).length) };
+        list.finish(iova, length);
         Ok(n)
     }
 

@@ -62,6 +62,20 @@ impl NetDevice {
         super::device::PortState::from_raw(state as u32)
     }
 
+    /// Makes the device receive frames for the multicast link-layer address `addr`
+    /// (counted: as many [`Self::mc_del`] undo it). Process context.
+    pub(crate) fn mc_add(&self, addr: &[u8; 6]) -> Result {
+        // SAFETY: By the type invariant the device is valid; `addr` holds the device's
+        // address length (6 for Ethernet, the only link layer of our devices).
+        kernel::error::to_result(unsafe { bindings::dev_mc_add(self.as_raw(), addr.as_ptr()) })
+    }
+
+    /// Undoes one [`Self::mc_add`] of `addr`. Process context.
+    pub(crate) fn mc_del(&self, addr: &[u8; 6]) {
+        // SAFETY: As in `mc_add`. An address not added is refused, which changes nothing.
+        let _ = unsafe { bindings::dev_mc_del(self.as_raw(), addr.as_ptr()) };
+    }
+
     /// The modified EUI-64 built from the device's MAC address.
     ///
     /// A device without a MAC address gets a random one, since connection management

@@ -105,6 +105,7 @@ mod wr_op {
     pub(super) const RDMA_READ: u32 = 4;
     pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(super) const REG_MR: u32 = 0x20;
 }
 
 /// The datagram part of a send work request.
@@ -193,6 +194,23 @@ impl<'a> SendWr<'a> {
         // first) of a `struct ib_atomic_wr`.
         let w = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_atomic_wr>() };
         Some((w.remote_addr, w.compare_add, w.swap, w.rkey))
+    }
+
+    /// A fast registration: the MR's current lkey, the key it is to have (its low byte
+    /// counts) and the access rights (`IB_ACCESS_*`) it grants.
+    pub(crate) fn reg(&self) -> Option<(u32, u32, u32)> {
+        if self.ud || self.opcode() != wr_op::REG_MR {
+            return None;
+        }
+        // SAFETY: Per ib_core's contract, a registration request is the `wr` member (the
+        // first) of a `struct ib_reg_wr`.
+        let w = unsafe { &*core::ptr::from_ref(self.raw).cast::<bindings::ib_reg_wr>() };
+        if w.mr.is_null() {
+            return None;
+        }
+        // SAFETY: The consumer's MR, live for the call; only its key is read.
+        let lkey = unsafe { (*w.mr).lkey };
+        Some((lkey, w.key, w.access as u32))
     }
 
     /// The address handle, QP number and Q_Key of a datagram.

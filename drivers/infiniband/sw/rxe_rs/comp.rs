@@ -22,7 +22,7 @@ use crate::ib::{
 use crate::qp::{QpInner, QpShared};
 use crate::req::{complete_head, fail, is_atomic, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
-use crate::wqe::{SendWqe, MAX_SEND_WQE};
+use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use kernel::sync::Arc;
 
 /// What the requester should do after a response was taken.
@@ -86,7 +86,14 @@ fn data_response(
             return (true, After::Nothing);
         }
     };
-    let (placed, last) = if atomic {
+    let (placed, last) = if !atomic && rec.opcode != op::RDMA_READ {
+        // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
+        if !pkt.payload().is_empty() {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
+            return (true, After::Nothing);
+        }
+        (Ok(()), true)
+    } else if atomic {
         let Some(orig) = pkt.atomic_ack() else {
             return (false, After::Nothing);
         };
@@ -119,6 +126,8 @@ fn data_response(
     inner.rnr_left = inner.attrs.rnr_retry;
     if last {
         complete_head(dev, shared, inner, rec);
+        // Local operations started after it complete with it.
+        complete_through(dev, shared, inner, rec.last_psn);
     } else {
         inner.req.read_got += 1;
     }

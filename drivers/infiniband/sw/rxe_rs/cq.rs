@@ -50,6 +50,8 @@ pub(crate) const WC_LOC_QP_OP_ERR: u32 = 2;
 pub(crate) const WC_LOC_PROT_ERR: u32 = 4;
 /// Completion status: flushed by the error state (`IB_WC_WR_FLUSH_ERR`).
 pub(crate) const WC_WR_FLUSH_ERR: u32 = 5;
+/// Completion status: a memory window could not be bound (`IB_WC_MW_BIND_ERR`).
+pub(crate) const WC_MW_BIND_ERR: u32 = 6;
 /// Completion status: the responder found the request invalid (`IB_WC_REM_INV_REQ_ERR`).
 pub(crate) const WC_REM_INV_REQ_ERR: u32 = 9;
 /// Completion status: the responder refused the access (`IB_WC_REM_ACCESS_ERR`).
@@ -70,6 +72,12 @@ pub(crate) mod wc_op {
     pub(crate) const RDMA_READ: u32 = 2;
     pub(crate) const COMP_SWAP: u32 = 3;
     pub(crate) const FETCH_ADD: u32 = 4;
+    pub(crate) const BIND_MW: u32 = 5;
+    pub(crate) const LOCAL_INV: u32 = 6;
+    pub(crate) const FLUSH: u32 = 8;
+    pub(crate) const ATOMIC_WRITE: u32 = 9;
+    /// Kernel consumers only.
+    pub(crate) const REG_MR: u32 = 10;
     pub(crate) const RECV: u32 = 128;
     pub(crate) const RECV_RDMA_WITH_IMM: u32 = 129;
 }
@@ -78,6 +86,7 @@ pub(crate) mod wc_op {
 pub(crate) mod wc_flag {
     pub(crate) const GRH: u32 = 1 << 0;
     pub(crate) const WITH_IMM: u32 = 1 << 1;
+    pub(crate) const WITH_INV: u32 = 1 << 3;
 }
 
 /// One completion, as the device produces it.

@@ -39,7 +39,7 @@ use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
     mcast::McastTable,
-    mr::{mr_table, mw_table, KeyByte, KeyEntry, KeyTable, RxeMr, RxeMw},
+    mr::{mr_table, mw_table, KeyByte, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
     qp::{qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
@@ -89,7 +89,7 @@ pub(crate) struct RxeDev {
     ahs: Arc<Quota>,
     pub(crate) ah_table: Arc<AhTable>,
     pub(crate) mrs: Arc<Quota>,
-    mws: Arc<Quota>,
+    pub(crate) mws: Arc<Quota>,
     pub(crate) mr_table: Arc<KeyTable>,
     pub(crate) mw_table: Arc<KeyTable>,
     pub(crate) key_byte: KeyByte,
@@ -180,12 +180,7 @@ impl RxeDev {
     /// value from the old one. Returns the old value, or `None` if the bytes cannot be
     /// reached. Atomic against every other atomic of the device (the memory of a
     /// process is not locked against the process itself, as on any device).
-    pub(crate) fn atomic(
-        &self,
-        mr: &KeyEntry,
-        va: u64,
-        op: impl FnOnce(u64) -> u64,
-    ) -> Option<u64> {
+    pub(crate) fn atomic(&self, mr: &Region, va: u64, op: impl FnOnce(u64) -> u64) -> Option<u64> {
         let _guard = self.atomic_lock.lock();
         let mut b = [0u8; 8];
         mr.read(va, &mut b).ok()?;
@@ -243,7 +238,16 @@ impl Driver for RxeRs {
             max_qp: param::MAX_QP,
             max_qp_wr: param::MAX_QP_WR,
             // Only what holds today; the flags grow with the verbs.
-            device_cap_flags: cap::PORT_ACTIVE_EVENT | cap::SYS_IMAGE_GUID | cap::SRQ_RESIZE,
+            device_cap_flags: cap::PORT_ACTIVE_EVENT
+                | cap::SYS_IMAGE_GUID
+                | cap::SRQ_RESIZE
+                | cap::RC_RNR_NAK_GEN
+                | cap::MEM_MGT_EXTENSIONS
+                | cap::MEM_WINDOW
+                | cap::MEM_WINDOW_TYPE_2B
+                | cap::FLUSH_GLOBAL
+                | cap::FLUSH_PERSISTENT
+                | cap::ATOMIC_WRITE,
             allow_user_unregister: true,
             max_send_sge: param::MAX_SGE,
             max_recv_sge: param::MAX_SGE,
@@ -443,6 +447,10 @@ impl Driver for RxeRs {
         RxeMr::fast(dev, pd, max_pages)
     }
 
+    fn dereg_mr(mr: &Mr<Self>) -> Result {
+        mr.dereg()
+    }
+
     fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList> {
         mr.page_list()
     }
@@ -450,10 +458,10 @@ impl Driver for RxeRs {
     fn alloc_mw(
         dev: &Device<Self>,
         pd: PdId,
-        _type2: bool,
+        type2: bool,
         user: Option<&UserCall<'_, Self>>,
     ) -> Result<(RxeMw, u32)> {
-        RxeMw::alloc(dev, pd, &dev.mws, user)
+        RxeMw::alloc(dev, pd, type2, user)
     }
 
     fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {

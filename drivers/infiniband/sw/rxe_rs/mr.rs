@@ -9,19 +9,27 @@
 //! changes with every registration so that a stale key of a freed object is not taken
 //! for the next one with the same index.
 //!
-//! The data path finds an MR by key ([`lookup`]): the entry holds everything a packet or
-//! a work request needs (key, PD, access rights, address range, the pinned pages), and
-//! a lookup hands out a reference to it, so memory stays pinned while a copy to or from
-//! it runs even if the MR is deregistered meanwhile. User MRs and the DMA MR of kernel
-//! consumers carry data; a fast-registration MR refuses access until REG_MR work
-//! requests exist.
+//! The data path finds memory by key ([`local`], [`remote`]): the entry holds what a
+//! packet or a work request needs (key, PD, the memory) and, under its lock, what the
+//! key opens now (valid or not, access rights, address range, for a window the MR it
+//! is bound to). A lookup hands out a [`Region`] holding a reference to the MR, so
+//! memory stays pinned while a copy to or from it runs even if the MR is deregistered
+//! meanwhile.
+//!
+//! Fast-registration MRs open nothing until a REG_MR work request registers the pages
+//! mapped into them, and again nothing after LOCAL_INV (or a SEND with invalidate).
+//! Memory windows open part of an MR once bound by a BIND_MW work request: a type 1
+//! window (bound through `ibv_bind_mw()`, which librxe turns into such a request) to
+//! any QP of its PD, a type 2 one only to the QP it was bound through, until it is
+//! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
-use crate::device::RxeRs;
+use crate::device::{RxeDev, RxeRs};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
     mr::{KernelMemory, MrCreated, PageList, Umem},
     pd::PdId,
+    sync::{new_spinlock_irq, SpinLockIrq},
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
@@ -48,11 +56,21 @@ const MR_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
     | (1 << 9) // FLUSH_PERSISTENT
     | OPTIONAL_ACCESS;
 
+/// `IB_ACCESS_FLUSH_PERSISTENT`.
+const FLUSH_PERSISTENT: u32 = 1 << 9;
+
 /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the like) a device may ignore.
 pub(crate) const OPTIONAL_ACCESS: u32 = 0x3ff0_0000;
 
 /// `IB_ACCESS_ON_DEMAND`: on-demand paging, not offered (the device does not say it is).
 const ON_DEMAND: u32 = 1 << 6;
+
+/// `IB_ACCESS_ZERO_BASED`: a window addressed from 0, not offered (as by rxe).
+const ZERO_BASED: u32 = 1 << 5;
+
+/// Access flags a bind may name (what counts for a window is its remote rights; a
+/// zero-based window is refused when bound).
+const MW_ACCESS: u32 = MR_ACCESS | ZERO_BASED;
 
 /// The memory behind a key.
 enum Memory {
@@ -60,29 +78,55 @@ enum Memory {
     User(Umem),
     /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
     Dma,
-    /// A fast-registration MR: nothing until a REG_MR work request registers pages.
-    Fast,
-    /// A memory window, not bound to anything.
-    Window,
+    /// A fast-registration MR: the pages its consumer mapped, once a REG_MR work
+    /// request registered them.
+    Fast(Arc<PageList>),
+    /// A memory window (of type 2 if `type2`): the memory of the MR it is bound to.
+    Window { type2: bool },
+}
+
+/// What a key opens now. User and DMA MRs keep what they were registered with; a
+/// fast-registration MR changes with REG_MR and invalidation, a window with binding
+/// and invalidation.
+#[derive(Clone, Default)]
+struct Binding {
+    /// Whether the key may be used at all (an MR registered, a window bound or of
+    /// type 1).
+    valid: bool,
+    access: u32,
+    /// The first address the key opens, and how many bytes.
+    iova: u64,
+    length: u64,
+    /// A bound window: the MR whose memory it opens.
+    mr: Option<Arc<KeyEntry>>,
+    /// A bound window of type 2: the QP it was bound through, the only one that may use
+    /// it.
+    qpn: u32,
+    /// An MR: how many windows are bound to it.
+    windows: u32,
+    /// An MR being deregistered: nothing may bind to it any more.
+    dying: bool,
 }
 
 /// What a key stands for, found by its index.
+#[pin_data]
 pub(crate) struct KeyEntry {
     index: Number,
-    /// The whole key, set once the index is known.
+    /// The whole key, set once the index is known and changed (its low byte) by REG_MR
+    /// and binding, under `state`'s lock.
     key: Atomic<u32>,
     pd: PdId,
-    access: u32,
-    /// The first address the key covers, and how many bytes.
-    iova: u64,
-    length: u64,
     memory: Memory,
+    /// Order: a window's lock before its MR's.
+    #[pin]
+    state: SpinLockIrq<Binding>,
 }
 
 /// Why an access through a key was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum AccessError {
-    /// No such key, another PD's, or rights it does not grant.
+    /// No such key, another PD's or QP's, one not valid now, or rights it does not
+    /// grant.
     Key,
     /// Outside the range the key covers.
     Range,
@@ -96,21 +140,35 @@ pub(crate) mod need {
     pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
     pub(crate) const REMOTE_READ: u32 = 1 << 2;
     pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
+    pub(crate) const MW_BIND: u32 = 1 << 4;
 }
 
-impl KeyEntry {
-    /// Checks that `len` bytes at `iova` are inside the key's range; returns the offset
-    /// of `iova` in it.
+/// Memory a key opens, as it was when the key was looked up: the MR that holds the
+/// memory, and the addresses the key opens of it.
+pub(crate) struct Region {
+    mr: Arc<KeyEntry>,
+    /// The MR's own first address (the start of its memory).
+    base: u64,
+    /// What the key opens: all of the MR, or a window's part of it.
+    start: u64,
+    length: u64,
+}
+
+impl Region {
+    /// Checks that `len` bytes at `iova` are inside the region; returns the offset of
+    /// `iova` in the MR's memory.
     fn offset(&self, iova: u64, len: usize) -> Result<usize, AccessError> {
-        let off = iova.checked_sub(self.iova).ok_or(AccessError::Range)?;
+        let off = iova.checked_sub(self.start).ok_or(AccessError::Range)?;
         let end = off.checked_add(len as u64).ok_or(AccessError::Range)?;
         if end > self.length {
             return Err(AccessError::Range);
         }
+        // A window lies inside its MR: `start` is at or after `base`.
+        let off = iova.checked_sub(self.base).ok_or(AccessError::Range)?;
         usize::try_from(off).map_err(|_| AccessError::Range)
     }
 
-    /// Whether `len` bytes at `iova` are inside the key's range.
+    /// Whether `len` bytes at `iova` are inside the region.
     pub(crate) fn covers(&self, iova: u64, len: usize) -> bool {
         self.offset(iova, len).is_ok()
     }
@@ -118,41 +176,250 @@ impl KeyEntry {
     /// Copies `data` into the memory at `iova`.
     pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, data.len())?;
-        match &self.memory {
-            Memory::User(u) => u.write(off, data).map_err(|_| AccessError::Range),
-            Memory::Dma => KernelMemory::write(iova, data).map_err(|_| AccessError::Range),
-            Memory::Fast | Memory::Window => Err(AccessError::Key),
+        match &self.mr.memory {
+            Memory::User(u) => u.write(off, data),
+            Memory::Dma => KernelMemory::write(iova, data),
+            Memory::Fast(p) => p.write(iova, data),
+            Memory::Window { .. } => return Err(AccessError::Key),
         }
+        .map_err(|_| AccessError::Range)
     }
 
     /// Copies the memory at `iova` into `out`.
     pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, out.len())?;
-        match &self.memory {
-            Memory::User(u) => u.read(off, out).map_err(|_| AccessError::Range),
-            Memory::Dma => KernelMemory::read(iova, out).map_err(|_| AccessError::Range),
-            Memory::Fast | Memory::Window => Err(AccessError::Key),
+        match &self.mr.memory {
+            Memory::User(u) => u.read(off, out),
+            Memory::Dma => KernelMemory::read(iova, out),
+            Memory::Fast(p) => p.read(iova, out),
+            Memory::Window { .. } => return Err(AccessError::Key),
         }
+        .map_err(|_| AccessError::Range)
     }
 }
 
-/// Finds the MR `key` names for an access that needs the rights `need` from a QP of PD
-/// `pd`.
-///
-/// Only in an RCU read-side section, and the reference must go before the section
-/// ends: deregistration waits for a grace period and then releases the pinned pages,
-/// which must happen in process context, so no one else may hold the entry by then.
-pub(crate) fn lookup(
-    table: &KeyTable,
-    key: u32,
-    pd: PdId,
-    need: u32,
-) -> Result<Arc<KeyEntry>, AccessError> {
-    let e = table.get(key >> 8).ok_or(AccessError::Key)?;
-    if e.key.load(Relaxed) != key || e.pd != pd || e.access & need != need {
-        return Err(AccessError::Key);
+impl KeyEntry {
+    /// The region an MR's key opens to a QP of `pd` needing `need`.
+    fn mr_region(self: Arc<Self>, key: u32, pd: PdId, need: u32) -> Result<Region, AccessError> {
+        let (base, length) = {
+            let b = self.state.lock();
+            if self.key.load(Relaxed) != key
+                || self.pd != pd
+                || !b.valid
+                || b.dying
+                || b.access & need != need
+            {
+                return Err(AccessError::Key);
+            }
+            (b.iova, b.length)
+        };
+        Ok(Region {
+            mr: self,
+            base,
+            start: base,
+            length,
+        })
     }
-    Ok(e)
+}
+
+/// Finds the memory the local key `lkey` opens to a QP of PD `pd`, for an access that
+/// needs the rights `need`.
+///
+/// Only in an RCU read-side section, and the region must go before the section ends:
+/// deregistration waits for a grace period and then releases the pinned pages, which
+/// must happen in process context, so no one else may hold the MR by then.
+pub(crate) fn local(dev: &RxeDev, lkey: u32, pd: PdId, need: u32) -> Result<Region, AccessError> {
+    let e = dev.mr_table.get(lkey >> 8).ok_or(AccessError::Key)?;
+    e.mr_region(lkey, pd, need)
+}
+
+/// Finds the memory the remote key `rkey` (an MR's or a window's) opens to the QP
+/// `qpn` of PD `pd`, for an access that needs the rights `need`. As [`local`].
+pub(crate) fn remote(
+    dev: &RxeDev,
+    rkey: u32,
+    pd: PdId,
+    qpn: u32,
+    need: u32,
+) -> Result<Region, AccessError> {
+    if rkey >> 8 < MR_INDEX_LIMIT {
+        return local(dev, rkey, pd, need);
+    }
+    let w = dev.mw_table.get(rkey >> 8).ok_or(AccessError::Key)?;
+    let (mr, start, length) = {
+        let b = w.state.lock();
+        let type2 = matches!(w.memory, Memory::Window { type2: true });
+        if w.key.load(Relaxed) != rkey
+            || w.pd != pd
+            || !b.valid
+            || (type2 && b.qpn != qpn)
+            || b.access & need != need
+        {
+            return Err(AccessError::Key);
+        }
+        (b.mr.clone().ok_or(AccessError::Key)?, b.iova, b.length)
+    };
+    // A bound MR cannot be invalidated or deregistered: its range is as it was bound.
+    let base = mr.state.lock().iova;
+    Ok(Region {
+        mr,
+        base,
+        start,
+        length,
+    })
+}
+
+/// Why a memory operation of a work request (REG_MR, LOCAL_INV, BIND_MW, or a remote
+/// invalidation) was refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OpError;
+
+/// REG_MR: the fast-registration MR `mr_key` names (by its index: consumers update the
+/// key byte in their `struct ib_mr` before they post) registers the pages its consumer
+/// mapped, with the key `key` (of the same index) and `access`, for a QP of PD `pd`.
+/// The MR must be free (not registered) and of that PD.
+pub(crate) fn register(
+    dev: &RxeDev,
+    mr_key: u32,
+    key: u32,
+    access: u32,
+    pd: PdId,
+) -> Result<(), OpError> {
+    if key >> 8 != mr_key >> 8 {
+        return Err(OpError);
+    }
+    let e = dev.mr_table.get(key >> 8).ok_or(OpError)?;
+    let Memory::Fast(pages) = &e.memory else {
+        return Err(OpError);
+    };
+    if e.pd != pd || access & !MR_ACCESS != 0 || access & ON_DEMAND != 0 {
+        return Err(OpError);
+    }
+    let (iova, length) = pages.range();
+    let mut b = e.state.lock();
+    if b.valid || b.dying {
+        return Err(OpError);
+    }
+    e.key.store(key, Relaxed);
+    b.valid = true;
+    b.access = access;
+    b.iova = iova;
+    b.length = length;
+    Ok(())
+}
+
+/// LOCAL_INV, or a SEND with invalidate that arrived: `key` (a fast-registration MR's
+/// or a type 2 window's) stops opening anything. The QP that asks is `qpn`, of PD `pd`.
+pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId) -> Result<(), OpError> {
+    if key >> 8 >= MR_INDEX_LIMIT {
+        let w = dev.mw_table.get(key >> 8).ok_or(OpError)?;
+        let mr = {
+            let mut b = w.state.lock();
+            if w.key.load(Relaxed) != key
+                || w.pd != pd
+                || !b.valid
+                || !matches!(w.memory, Memory::Window { type2: true })
+            {
+                return Err(OpError);
+            }
+            let mr = b.mr.take();
+            *b = Binding::default();
+            if let Some(mr) = &mr {
+                mr.state.lock().windows -= 1;
+            }
+            mr
+        };
+        // A bound MR cannot be deregistered: this is not its last reference.
+        drop(mr);
+        return Ok(());
+    }
+    let e = dev.mr_table.get(key >> 8).ok_or(OpError)?;
+    let mut b = e.state.lock();
+    if e.key.load(Relaxed) != key
+        || e.pd != pd
+        || !matches!(e.memory, Memory::Fast(_))
+        || b.windows != 0
+    {
+        return Err(OpError);
+    }
+    b.valid = false;
+    Ok(())
+}
+
+/// A BIND_MW work request, as read from the send queue.
+pub(crate) struct Bind {
+    pub(crate) addr: u64,
+    pub(crate) length: u64,
+    pub(crate) mr_lkey: u32,
+    pub(crate) mw_rkey: u32,
+    /// The window's new rkey (its low byte counts).
+    pub(crate) rkey: u32,
+    pub(crate) access: u32,
+}
+
+/// BIND_MW through the QP `qpn` of PD `pd`: the window `b.mw_rkey` opens `b.length`
+/// bytes at `b.addr` of the MR `b.mr_lkey` with `b.access` (a type 1 window bound with
+/// length 0 opens nothing). Returns the window's new rkey.
+pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, OpError> {
+    let w = dev.mw_table.get(b.mw_rkey >> 8).ok_or(OpError)?;
+    let Memory::Window { type2 } = w.memory else {
+        return Err(OpError);
+    };
+    let mr = if b.length != 0 {
+        let mr = dev.mr_table.get(b.mr_lkey >> 8).ok_or(OpError)?;
+        if mr.key.load(Relaxed) != b.mr_lkey || mr.pd != w.pd {
+            return Err(OpError);
+        }
+        Some(mr)
+    } else {
+        None
+    };
+    if b.access & !MW_ACCESS != 0 || b.access & ZERO_BASED != 0 {
+        return Err(OpError);
+    }
+    let mut st = w.state.lock();
+    if w.key.load(Relaxed) != b.mw_rkey {
+        return Err(OpError);
+    }
+    if type2 && (st.valid || w.pd != pd || mr.is_none()) {
+        // A type 2 window binds when free, through a QP of its PD, to an MR.
+        return Err(OpError);
+    }
+    if let Some(mr) = &mr {
+        let mut m = mr.state.lock();
+        let end = b.addr.checked_add(b.length).ok_or(OpError)?;
+        let writes = b.access & (need::REMOTE_WRITE | need::REMOTE_ATOMIC) != 0;
+        if !m.valid
+            || m.dying
+            || m.access & need::MW_BIND == 0
+            || (writes && m.access & need::LOCAL_WRITE == 0)
+            || b.addr < m.iova
+            || end > m.iova.saturating_add(m.length)
+        {
+            return Err(OpError);
+        }
+        m.windows += 1;
+    }
+    let old = st.mr.take();
+    if let Some(old) = &old {
+        old.state.lock().windows -= 1;
+    }
+    let rkey = (b.mw_rkey & !0xff) | (b.rkey & 0xff);
+    w.key.store(rkey, Relaxed);
+    *st = Binding {
+        valid: true,
+        access: b.access,
+        iova: b.addr,
+        length: b.length,
+        mr,
+        qpn: if type2 { qpn } else { 0 },
+        windows: 0,
+        dying: false,
+    };
+    drop(st);
+    // The MR it was bound to is still registered: not its last reference.
+    drop(old);
+    Ok(rkey)
 }
 
 impl Numbered for KeyEntry {
@@ -198,20 +465,17 @@ impl Held {
         table: &Arc<KeyTable>,
         key_byte: &KeyByte,
         pd: PdId,
-        access: u32,
-        (iova, length): (u64, u64),
+        binding: Binding,
         memory: Memory,
     ) -> Result<(Self, u32)> {
-        let entry = Arc::new(
-            KeyEntry {
+        let entry = Arc::pin_init(
+            pin_init!(KeyEntry {
                 index: Number::new(),
                 key: Atomic::new(0),
                 pd,
-                access,
-                iova,
-                length,
                 memory,
-            },
+                state <- new_spinlock_irq!(binding),
+            }),
             GFP_KERNEL,
         )?;
         let index = table.insert(&entry)?;
@@ -235,14 +499,17 @@ impl Drop for Held {
         // period nobody else holds the entry, so the pages are unpinned here, in process
         // context, when `entry` goes.
         crate::ib::sync::synchronize_rcu();
+        // A window lets go of the MR it is bound to.
+        let mr = self.entry.state.lock().mr.take();
+        if let Some(mr) = mr {
+            mr.state.lock().windows -= 1;
+        }
     }
 }
 
 /// The driver's part of a memory region.
 pub(crate) struct RxeMr {
-    _held: Held,
-    /// The pages a fast-registration MR maps (`None` for the other kinds).
-    pages: Option<Arc<PageList>>,
+    held: Held,
     _charge: Charge,
 }
 
@@ -257,15 +524,26 @@ impl RxeMr {
         if access & ON_DEMAND != 0 || access & !MR_ACCESS != 0 {
             return Err(eopnotsupp());
         }
+        // Persistence needs persistent memory, which a process's pages are not (rxe
+        // refuses the same way).
+        if access & FLUSH_PERSISTENT != 0 {
+            return Err(EINVAL);
+        }
         let charge = Quota::charge(&dev.mrs)?;
         let umem = Umem::get(dev, start, len, access)?;
-        let range = (iova, umem.len() as u64);
-        Self::finish(dev, pd, access, range, Memory::User(umem), None, charge)
+        let length = umem.len() as u64;
+        Self::finish(
+            dev,
+            pd,
+            fixed(access, iova, length),
+            Memory::User(umem),
+            charge,
+        )
     }
 
     pub(crate) fn dma(dev: &Device<RxeRs>, pd: PdId, access: u32) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
-        Self::finish(dev, pd, access, (0, u64::MAX), Memory::Dma, None, charge)
+        Self::finish(dev, pd, fixed(access, 0, u64::MAX), Memory::Dma, charge)
     }
 
     /// A fast-registration MR for up to `max_pages` pages (at most what the device
@@ -277,33 +555,55 @@ impl RxeMr {
         let charge = Quota::charge(&dev.mrs)?;
         let pages = PageList::new(max_pages)?;
         // No access until a REG_MR work request registers it.
-        Self::finish(dev, pd, 0, (0, 0), Memory::Fast, Some(pages), charge)
+        Self::finish(dev, pd, Binding::default(), Memory::Fast(pages), charge)
     }
 
     /// The page list of a fast-registration MR.
     pub(crate) fn page_list(&self) -> Option<&PageList> {
-        self.pages.as_deref()
+        match &self.held.entry.memory {
+            Memory::Fast(p) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// Deregistration: refused while windows are bound to the MR (as by rxe); from
+    /// then on nothing binds to it.
+    pub(crate) fn dereg(&self) -> Result {
+        let mut b = self.held.entry.state.lock();
+        if b.windows != 0 {
+            return Err(EINVAL);
+        }
+        b.dying = true;
+        Ok(())
     }
 
     fn finish(
         dev: &Device<RxeRs>,
         pd: PdId,
-        access: u32,
-        range: (u64, u64),
+        binding: Binding,
         memory: Memory,
-        pages: Option<Arc<PageList>>,
         charge: Charge,
     ) -> Result<MrCreated<Self>> {
-        let (held, key) = Held::take(&dev.mr_table, &dev.key_byte, pd, access, range, memory)?;
+        let (held, key) = Held::take(&dev.mr_table, &dev.key_byte, pd, binding, memory)?;
         Ok(MrCreated {
             data: Self {
-                _held: held,
-                pages,
+                held,
                 _charge: charge,
             },
             lkey: key,
             rkey: key,
         })
+    }
+}
+
+/// What the key of a user or DMA MR opens, for good.
+fn fixed(access: u32, iova: u64, length: u64) -> Binding {
+    Binding {
+        valid: true,
+        access,
+        iova,
+        length,
+        ..Default::default()
     }
 }
 
@@ -317,14 +617,21 @@ impl RxeMw {
     pub(crate) fn alloc(
         dev: &Device<RxeRs>,
         pd: PdId,
-        mws: &Arc<Quota>,
+        type2: bool,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<(Self, u32)> {
         if let Some(user) = user {
             user.udata.require_empty_input()?;
         }
-        let charge = Quota::charge(mws)?;
-        let (held, rkey) = Held::take(&dev.mw_table, &dev.key_byte, pd, 0, (0, 0), Memory::Window)?;
+        let charge = Quota::charge(&dev.mws)?;
+        // A type 1 window is valid, bound to nothing, from the start; a type 2 one is
+        // free until a BIND_MW work request binds it.
+        let binding = Binding {
+            valid: !type2,
+            ..Default::default()
+        };
+        let memory = Memory::Window { type2 };
+        let (held, rkey) = Held::take(&dev.mw_table, &dev.key_byte, pd, binding, memory)?;
         Ok((
             Self {
                 _held: held,

@@ -43,7 +43,7 @@ use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
-use crate::wqe::{op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
+use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
 use kernel::{prelude::*, sync::Arc};
 
 /// The GSI QP's Q_Key.
@@ -749,34 +749,51 @@ impl RxeQp {
         let mut b = [0u8; MAX_SEND_WQE];
         let opcode = wr.opcode();
         let flags = wr.send_flags();
+        let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
         match opcode {
             op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {}
-            op::RDMA_READ | op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD
+            op::LOCAL_INV | op::REG_MR if connected => {}
+            op::RDMA_READ
+            | op::ATOMIC_CMP_AND_SWP
+            | op::ATOMIC_FETCH_AND_ADD
+            | op::SEND_WITH_INV
                 if shared.qp_type == QpType::Rc => {}
-            // Memory registration and invalidation work requests come with fast
-            // registration.
             _ => return Err(eopnotsupp()),
         }
-        b[0..8].copy_from_slice(&wr.wr_id().to_ne_bytes());
-        b[12..16].copy_from_slice(&opcode.to_ne_bytes());
-        b[16..20].copy_from_slice(&flags.to_ne_bytes());
-        b[20..24].copy_from_slice(&wr.ex());
+        let put32 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u32| {
+            b[i..i + 4].copy_from_slice(&v.to_ne_bytes())
+        };
+        let put64 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u64| {
+            b[i..i + 8].copy_from_slice(&v.to_ne_bytes())
+        };
+        put64(&mut b, at::WR_ID, wr.wr_id());
+        put32(&mut b, at::OPCODE, opcode);
+        put32(&mut b, at::FLAGS, flags);
+        b[at::EX..at::EX + 4].copy_from_slice(&wr.ex());
         if let Some(ud) = wr.ud::<RxeRs>() {
-            b[24..28].copy_from_slice(&ud.remote_qpn.to_ne_bytes());
-            b[28..32].copy_from_slice(&ud.remote_qkey.to_ne_bytes());
-            b[36..40].copy_from_slice(&ud.ah.num().to_ne_bytes());
-        } else if matches!(shared.qp_type, QpType::Ud | QpType::Gsi) {
+            put32(&mut b, at::REMOTE_QPN, ud.remote_qpn);
+            put32(&mut b, at::REMOTE_QKEY, ud.remote_qkey);
+            put32(&mut b, at::AH_NUM, ud.ah.num());
+        } else if !connected {
             return Err(EINVAL);
         }
         if let Some((addr, rkey)) = wr.rdma() {
-            b[24..32].copy_from_slice(&addr.to_ne_bytes());
-            b[32..36].copy_from_slice(&rkey.to_ne_bytes());
+            put64(&mut b, at::REMOTE_ADDR, addr);
+            put32(&mut b, at::RKEY, rkey);
         }
         if let Some((addr, compare_add, swap, rkey)) = wr.atomic() {
-            b[24..32].copy_from_slice(&addr.to_ne_bytes());
-            b[32..40].copy_from_slice(&compare_add.to_ne_bytes());
-            b[40..48].copy_from_slice(&swap.to_ne_bytes());
-            b[48..52].copy_from_slice(&rkey.to_ne_bytes());
+            put64(&mut b, at::REMOTE_ADDR, addr);
+            put64(&mut b, at::COMPARE_ADD, compare_add);
+            put64(&mut b, at::SWAP, swap);
+            put32(&mut b, at::ATOMIC_RKEY, rkey);
+        }
+        if opcode == op::REG_MR {
+            let (lkey, key, access) = wr.reg().ok_or(EINVAL)?;
+            put32(&mut b, at::REG_LKEY, lkey);
+            put32(&mut b, at::REG_KEY, key);
+            put32(&mut b, at::REG_ACCESS, access);
+            // A registration carries no data.
+            return Ok((b, SEND_WQE_HDR));
         }
         let n = wr.num_sge();
         if n > shared.sq_max_sge as usize {
@@ -796,16 +813,15 @@ impl RxeQp {
                 KernelMemory::read(sge.addr, &mut b[end..end + len])?;
                 end += len;
             } else {
-                b[end..end + 8].copy_from_slice(&sge.addr.to_ne_bytes());
-                b[end + 8..end + 12].copy_from_slice(&sge.length.to_ne_bytes());
-                b[end + 12..end + 16].copy_from_slice(&sge.lkey.to_ne_bytes());
+                put64(&mut b, end, sge.addr);
+                put32(&mut b, end + 8, sge.length);
+                put32(&mut b, end + 12, sge.lkey);
                 end += SGE_LEN as usize;
             }
         }
-        // The DMA state: total length, what remains of it, then the SGE count.
-        b[184..188].copy_from_slice(&length.to_ne_bytes());
-        b[188..192].copy_from_slice(&length.to_ne_bytes());
-        b[196..200].copy_from_slice(&(n as u32).to_ne_bytes());
+        put32(&mut b, at::DMA_LENGTH, length);
+        put32(&mut b, at::DMA_RESID, length);
+        put32(&mut b, at::DMA_NUM_SGE, n as u32);
         Ok((b, end))
     }
 
@@ -936,11 +952,13 @@ impl RxeQp {
     }
 
     pub(crate) fn attach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
-        qp.device().mcast.attach(gid, qp.qp_num())
+        let dev = qp.device();
+        dev.mcast.attach(&dev.ndev, gid, qp.qp_num())
     }
 
     pub(crate) fn detach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
-        qp.device().mcast.detach(gid, qp.qp_num())
+        let dev = qp.device();
+        dev.mcast.detach(&dev.ndev, gid, qp.qp_num())
     }
 
     /// Stops the QP for good: after this nothing of it runs or completes.

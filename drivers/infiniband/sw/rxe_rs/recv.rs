@@ -12,6 +12,7 @@
 
 use crate::device::RxeRs;
 use crate::ib::{device::Device, skb::Skb, udp::Receiver};
+use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
 use crate::qp::RxeQp;
 use crate::roce::{icrc, packet::Packet};
 use crate::stats::Counter;
@@ -77,6 +78,10 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb) {
             return;
         }
     };
+    if pkt.bth.dest_qp == MULTICAST_QPN {
+        multicast(dev, &pkt, &bytes[..udp]);
+        return;
+    }
     let Some(qp) = dev.qp_table.get(pkt.bth.dest_qp) else {
         counters.inc(Counter::NoQp);
         counters.inc(Counter::Dropped);
@@ -84,6 +89,38 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb) {
     };
     if !RxeQp::receive(dev, &qp, &pkt, &bytes[..udp]) {
         counters.inc(Counter::QpDropped);
+        counters.inc(Counter::Dropped);
+    }
+}
+
+/// A datagram to the multicast QP number: each member of the group its destination
+/// address names takes it as if it were sent to it alone.
+fn multicast(dev: &Device<RxeRs>, pkt: &Packet<'_>, ip: &[u8]) {
+    let counters = &dev.counters;
+    let mut gid = [0u8; 16];
+    match (ip.first().map(|b| b >> 4), ip.len()) {
+        (Some(4), icrc::IPV4_LEN) => {
+            gid[10] = 0xff;
+            gid[11] = 0xff;
+            gid[12..].copy_from_slice(&ip[16..20]);
+        }
+        (Some(6), icrc::IPV6_LEN) => gid.copy_from_slice(&ip[24..40]),
+        _ => {}
+    }
+    let mut qpns = [0u32; MAX_MEMBERS];
+    let n = dev.mcast.members(&gid, &mut qpns);
+    let mut taken = false;
+    for &qpn in &qpns[..n] {
+        if let Some(qp) = dev.qp_table.get(qpn) {
+            taken |= RxeQp::receive(dev, &qp, pkt, ip);
+        }
+    }
+    if !taken {
+        counters.inc(if n == 0 {
+            Counter::NoQp
+        } else {
+            Counter::QpDropped
+        });
         counters.inc(Counter::Dropped);
     }
 }

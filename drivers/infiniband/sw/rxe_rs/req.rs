@@ -21,7 +21,10 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
-use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_SUCCESS};
+use crate::cq::{
+    wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR,
+    WC_SUCCESS,
+};
 use crate::device::{RxeDev, RxeRs};
 use crate::ib::task::Task;
 use crate::ib::{device::Device, netdev::NetDevice, qp::QpType};
@@ -29,7 +32,7 @@ use crate::mr::{self, need};
 use crate::qp::{QpInner, QpShared, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
-    headers::{AtomicEth, Bth, Deth, Reth},
+    headers::{AtomicEth, Bth, Deth, Feth, Reth},
     psn,
 };
 use crate::wqe::{op, send_flag, SendWqe, MAX_SEND_WQE};
@@ -50,6 +53,9 @@ pub(crate) struct SentWqe {
     pub(crate) length: u32,
     pub(crate) first_psn: u32,
     pub(crate) last_psn: u32,
+    /// A local operation (REG_MR, LOCAL_INV, BIND_MW), carried out when it was started:
+    /// it is not carried out again if the WQEs before it are sent again.
+    pub(crate) local: bool,
 }
 
 /// The requester's state of a connected QP.
@@ -90,6 +96,9 @@ impl ReqState {
 
     /// Back to the empty ring of RESET.
     pub(crate) fn reset(&mut self) {
+        for r in self.sent.iter_mut() {
+            r.local = false;
+        }
         self.next = 0;
         self.cur = None;
         self.since_ack = 0;
@@ -138,24 +147,52 @@ pub(crate) fn step(
 }
 
 /// The opcode of a connected QP's packet: `base` for the transport, the WQE's opcode
-/// (a SEND or an RDMA WRITE, with or without immediate data: checked before) and the
-/// packet's place in the message.
+/// (a SEND or an RDMA WRITE, with or without immediate data or invalidation: checked
+/// before) and the packet's place in the message.
 fn packet_opcode(base: u8, wr_opcode: u32, first: bool, last: bool) -> u8 {
-    let op = match (wr_opcode, first, last) {
-        (op::SEND, true, true) => 0x04,
-        (op::SEND_WITH_IMM, true, true) => 0x05,
-        (op::SEND | op::SEND_WITH_IMM, true, false) => 0x00,
-        (op::SEND | op::SEND_WITH_IMM, false, false) => 0x01,
-        (op::SEND, false, true) => 0x02,
-        (op::SEND_WITH_IMM, false, true) => 0x03,
-        (op::RDMA_WRITE, true, true) => 0x0a,
-        (_, true, true) => 0x0b,
-        (_, true, false) => 0x06,
-        (_, false, false) => 0x07,
-        (op::RDMA_WRITE, false, true) => 0x08,
-        (_, false, true) => 0x09,
+    let send = matches!(wr_opcode, op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV);
+    let op = match (send, first, last) {
+        (true, true, false) => 0x00,
+        (true, false, false) => 0x01,
+        (true, false, true) => match wr_opcode {
+            op::SEND_WITH_IMM => 0x03,
+            op::SEND_WITH_INV => 0x16,
+            _ => 0x02,
+        },
+        (true, true, true) => match wr_opcode {
+            op::SEND_WITH_IMM => 0x05,
+            op::SEND_WITH_INV => 0x17,
+            _ => 0x04,
+        },
+        (false, true, false) => 0x06,
+        (false, false, false) => 0x07,
+        (false, false, true) if wr_opcode == op::RDMA_WRITE => 0x08,
+        (false, false, true) => 0x09,
+        (false, true, true) if wr_opcode == op::RDMA_WRITE => 0x0a,
+        (false, true, true) => 0x0b,
     };
     base | op
+}
+
+/// Whether a WQE opcode is a local operation (no packet: it acts on the device's keys).
+pub(crate) fn is_local(opcode: u32) -> bool {
+    matches!(opcode, op::LOCAL_INV | op::BIND_MW | op::REG_MR)
+}
+
+/// Carries out a local operation of the QP; `Err` holds the completion status.
+fn local_op(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>, wqe: &SendWqe) -> Result<(), u32> {
+    match wqe.opcode {
+        op::LOCAL_INV => {
+            mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd).map_err(|_| WC_LOC_QP_OP_ERR)
+        }
+        op::REG_MR => {
+            let (lkey, key, access) = wqe.reg();
+            mr::register(dev, lkey, key, access, shared.pd).map_err(|_| WC_LOC_QP_OP_ERR)
+        }
+        _ => mr::bind(dev, &wqe.bind(), shared.pd, shared.qp_num())
+            .map(|_| ())
+            .map_err(|_| WC_MW_BIND_ERR),
+    }
 }
 
 /// The next packet of a connected QP.
@@ -172,6 +209,12 @@ fn connected(
             let index = inner.req.next;
             if index == inner.sq.producer() {
                 return Step::Idle;
+            }
+            // Sending again after a NAK or a timeout: a local operation was carried
+            // out already.
+            if inner.req.record(index).local {
+                inner.req.next = inner.sq.next_index(index);
+                return Step::Again;
             }
             // Stop while the window of unacknowledged PSNs is full.
             if index != inner.sq.consumer() {
@@ -192,11 +235,48 @@ fn connected(
             let rc = shared.qp_type == QpType::Rc;
             let allowed = match wqe.opcode {
                 op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => true,
-                op::RDMA_READ | op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD => rc,
+                op::LOCAL_INV | op::BIND_MW => true,
+                op::RDMA_READ
+                | op::ATOMIC_CMP_AND_SWP
+                | op::ATOMIC_FETCH_AND_ADD
+                | op::SEND_WITH_INV
+                | op::FLUSH
+                | op::ATOMIC_WRITE => rc,
+                // Only a kernel consumer registers (the request names its MR).
+                op::REG_MR => !inner.sq.is_user(),
                 _ => false,
             };
             if !allowed {
                 fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+                return Step::Again;
+            }
+            if is_local(wqe.opcode) {
+                // A fenced one waits for the READs and atomics before it.
+                if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+                    return Step::Idle;
+                }
+                if let Err(status) = local_op(dev, shared, &wqe) {
+                    fail(dev, shared, inner, wqe.wr_id, status);
+                    return Step::Again;
+                }
+                // It takes no PSN, and completes with the WQE before it (at once if
+                // there is none waiting).
+                let rec = SentWqe {
+                    wr_id: wqe.wr_id,
+                    opcode: wqe.opcode,
+                    flags: wqe.flags,
+                    length: 0,
+                    first_psn: inner.req_psn,
+                    last_psn: psn::add(inner.req_psn, psn::PSN_MASK),
+                    local: true,
+                };
+                if let Some(slot) = inner.req.sent.get_mut(index as usize) {
+                    *slot = rec;
+                }
+                inner.req.next = inner.sq.next_index(index);
+                if index == inner.sq.consumer() {
+                    complete_head(dev, shared, inner, rec);
+                }
                 return Step::Again;
             }
             let atomic = is_atomic(wqe.opcode);
@@ -214,8 +294,9 @@ fn connected(
             if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
                 return Step::Idle;
             }
-            // A READ takes one PSN per response packet, an atomic one.
-            let packets = if atomic {
+            // A READ takes one PSN per response packet; the other requests answered
+            // with a response (atomics, FLUSH, ATOMIC WRITE) one.
+            let packets = if is_read_or_atomic(wqe.opcode) && wqe.opcode != op::RDMA_READ {
                 1
             } else {
                 wqe.length.div_ceil(mtu).max(1)
@@ -232,6 +313,7 @@ fn connected(
                     length: wqe.length,
                     first_psn,
                     last_psn: psn::add(first_psn, packets - 1),
+                    local: false,
                 };
             }
             (index, 0)
@@ -275,6 +357,7 @@ fn connected(
             len: rec.length,
         },
         imm: wqe.ex,
+        ieth: wqe.invalidate_rkey(),
         ..Default::default()
     };
     let av = inner.attrs.av;
@@ -317,12 +400,14 @@ pub(crate) fn is_atomic(opcode: u32) -> bool {
     matches!(opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD)
 }
 
-/// Whether a WQE opcode is answered with data (READ, atomics).
+/// Whether a WQE is completed by a response of its own rather than an ACK: READ and
+/// atomics (answered with data), FLUSH and ATOMIC WRITE (answered with an empty READ
+/// response). All of them take a responder resource at the peer.
 pub(crate) fn is_read_or_atomic(opcode: u32) -> bool {
-    opcode == op::RDMA_READ || is_atomic(opcode)
+    matches!(opcode, op::RDMA_READ | op::FLUSH | op::ATOMIC_WRITE) || is_atomic(opcode)
 }
 
-/// The one request packet of an RDMA READ or an atomic.
+/// The one request packet of an RDMA READ, an atomic, a FLUSH or an ATOMIC WRITE.
 fn read_or_atomic(
     dev: &Device<RxeRs>,
     ndev: &NetDevice,
@@ -332,6 +417,7 @@ fn read_or_atomic(
     rec: SentWqe,
     wqe: &SendWqe,
 ) -> Step {
+    let mut data: Option<[u8; 8]> = None;
     let (opcode, ext) = match rec.opcode {
         op::RDMA_READ => (
             0x0c,
@@ -344,6 +430,38 @@ fn read_or_atomic(
                 ..Default::default()
             },
         ),
+        op::FLUSH => {
+            let (rkey, placement, selectivity) = wqe.flush();
+            (
+                0x1c,
+                Ext {
+                    reth: Reth {
+                        va: wqe.remote_addr,
+                        rkey,
+                        len: rec.length,
+                    },
+                    feth: Feth {
+                        selectivity,
+                        placement,
+                    },
+                    ..Default::default()
+                },
+            )
+        }
+        op::ATOMIC_WRITE => {
+            data = Some(wqe.atomic_write_data());
+            (
+                0x1d,
+                Ext {
+                    reth: Reth {
+                        va: wqe.remote_addr,
+                        rkey: wqe.rkey,
+                        len: 8,
+                    },
+                    ..Default::default()
+                },
+            )
+        }
         _ => {
             let cmp = rec.opcode == op::ATOMIC_CMP_AND_SWP;
             (
@@ -370,7 +488,11 @@ fn read_or_atomic(
         ..Default::default()
     };
     let av = inner.attrs.av;
-    let built = xmit::build(ndev, &av, shared.qp_num(), &bth, &ext, 0, |_| {
+    let len = data.map_or(0, |d| d.len());
+    let built = xmit::build(ndev, &av, shared.qp_num(), &bth, &ext, len, |out| {
+        if let Some(d) = data {
+            out.copy_from_slice(&d);
+        }
         Ok::<(), u32>(())
     });
     let Ok(out) = built else {
@@ -405,8 +527,8 @@ pub(crate) fn scatter_local(
             continue;
         }
         let n = (len - skip).min(data.len() - done);
-        let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_WRITE)
-            .map_err(|_| WC_LOC_PROT_ERR)?;
+        let mr =
+            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE).map_err(|_| WC_LOC_PROT_ERR)?;
         mr.write(sge.addr + skip as u64, &data[done..done + n])
             .map_err(|_| WC_LOC_PROT_ERR)?;
         done += n;
@@ -425,6 +547,9 @@ pub(crate) fn complete_head(
     inner: &mut QpInner,
     rec: SentWqe,
 ) {
+    if let Some(slot) = inner.req.sent.get_mut(inner.sq.consumer() as usize) {
+        slot.local = false;
+    }
     inner.sq.advance();
     if is_read_or_atomic(rec.opcode) {
         inner.req.rd_pending = inner.req.rd_pending.saturating_sub(1);
@@ -439,6 +564,11 @@ pub(crate) fn complete_head(
                 op::RDMA_READ => wc_op::RDMA_READ,
                 op::ATOMIC_CMP_AND_SWP => wc_op::COMP_SWAP,
                 op::ATOMIC_FETCH_AND_ADD => wc_op::FETCH_ADD,
+                op::LOCAL_INV => wc_op::LOCAL_INV,
+                op::BIND_MW => wc_op::BIND_MW,
+                op::REG_MR => wc_op::REG_MR,
+                op::FLUSH => wc_op::FLUSH,
+                op::ATOMIC_WRITE => wc_op::ATOMIC_WRITE,
                 _ => wc_op::SEND,
             },
             byte_len: if is_atomic(rec.opcode) { 8 } else { rec.length },
@@ -476,8 +606,8 @@ fn gather_at(
             continue;
         }
         let n = (len - skip).min(out.len() - done);
-        let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_READ)
-            .map_err(|_| WC_LOC_PROT_ERR)?;
+        let mr =
+            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_READ).map_err(|_| WC_LOC_PROT_ERR)?;
         mr.read(sge.addr + skip as u64, &mut out[done..done + n])
             .map_err(|_| WC_LOC_PROT_ERR)?;
         done += n;

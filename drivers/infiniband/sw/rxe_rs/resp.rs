@@ -21,8 +21,8 @@
 //! message that loses a packet, or finds no receive WQE, is dropped whole.
 
 use crate::cq::{
-    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_REM_ACCESS_ERR,
-    WC_REM_INV_REQ_ERR, WC_SUCCESS,
+    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR,
+    WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_SUCCESS,
 };
 use crate::device::{RxeDev, RxeRs, PORT};
 use crate::ib::netdev::NetDevice;
@@ -45,6 +45,12 @@ use kernel::{prelude::*, sync::Arc};
 
 /// The syndrome of a plain ACK: the credit field says "no credits counted" (as rxe).
 const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
+
+/// Opcodes of the responses without payload: ACK, atomic ACK, and the empty READ
+/// response that answers an ATOMIC WRITE or a FLUSH.
+const ACK: u8 = 0x11;
+const ATOMIC_ACK: u8 = 0x12;
+const READ_RESPONSE_ONLY: u8 = 0x10;
 use crate::wqe::{RecvWqe, MAX_RECV_WQE};
 
 /// The message a connected QP is in the middle of receiving.
@@ -57,7 +63,7 @@ pub(crate) enum Msg {
     /// An RDMA WRITE: its rkey (`None` for length 0), where the next byte goes, what
     /// is left of the length the RETH announced, and that length. The key is looked
     /// up again for every packet: the responder keeps no reference to an MR outside
-    /// the RCU read-side section a packet is handled in (see `mr::lookup`).
+    /// the RCU read-side section a packet is handled in (see `mr::local`).
     Write(Option<u32>, u64, u32, u32),
     /// A UC message being dropped to its end.
     Discard,
@@ -71,6 +77,8 @@ pub(crate) enum Answer {
     Read(Option<u32>, u64, u32),
     /// The original value an atomic found.
     Atomic(u64),
+    /// An ATOMIC WRITE or a FLUSH, done: answered with an empty READ response.
+    Done,
 }
 
 /// A responder resource: one READ or atomic request and its PSNs.
@@ -207,7 +215,8 @@ pub(crate) fn next_response(
         payload,
         |out| match rkey {
             Some(k) if !out.is_empty() => {
-                mr::lookup(&dev.mr_table, k, shared.pd, need::REMOTE_READ)?.read(va + at, out)
+                mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_READ)?
+                    .read(va + at, out)
             }
             _ => Ok(()),
         },
@@ -277,7 +286,7 @@ fn scatter(
                 continue;
             }
             let n = room.min(part.len());
-            let mr = mr::lookup(&dev.mr_table, sge.lkey, shared.pd, need::LOCAL_WRITE)
+            let mr = mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
                 .map_err(|_| WC_LOC_PROT_ERR)?;
             mr.write(sge.addr + used as u64, &part[..n])
                 .map_err(|_| WC_LOC_PROT_ERR)?;
@@ -320,8 +329,22 @@ fn ack(
     psn: u32,
     syndrome: u8,
 ) -> Reply {
+    reply(ndev, shared, inner, ACK, psn, syndrome, 0)
+}
+
+/// A response without payload: `opcode` (an ACK, an atomic ACK with the original value
+/// `orig`, or an empty READ response) for `psn`, with `syndrome` and the MSN.
+fn reply(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &QpInner,
+    opcode: u8,
+    psn: u32,
+    syndrome: u8,
+    orig: u64,
+) -> Reply {
     let bth = Bth {
-        opcode: 0x11,
+        opcode,
         pkey: crate::param::DEFAULT_PKEY,
         dest_qp: inner.attrs.dest_qp_num,
         psn,
@@ -332,6 +355,7 @@ fn ack(
             syndrome,
             msn: inner.resp.msn,
         },
+        atomic_ack: orig,
         ..Default::default()
     };
     xmit::build(
@@ -405,6 +429,15 @@ fn place(
             c.ex = u32::from_ne_bytes(imm);
             c.wc_flags |= wc_flag::WITH_IMM;
         }
+        if let Some(rkey) = pkt.ieth() {
+            // The sender asks that its peer's key stop opening memory, as a LOCAL_INV
+            // of this QP would.
+            if mr::invalidate(dev, rkey, shared.pd).is_err() {
+                return recv_error(inner, wqe, WC_LOC_QP_OP_ERR);
+            }
+            c.ex = rkey;
+            c.wc_flags |= wc_flag::WITH_INV;
+        }
         return Placed::Done(Some(Some(c)));
     }
     // An RDMA WRITE.
@@ -422,7 +455,8 @@ fn place(
             let rkey = if reth.len == 0 {
                 None
             } else {
-                match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_WRITE) {
+                let qpn = shared.qp_num();
+                match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_WRITE) {
                     Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
                     _ => return Placed::Access,
                 }
@@ -451,7 +485,7 @@ fn place(
         _ => None,
     };
     let written = rkey.is_some_and(|k| {
-        mr::lookup(&dev.mr_table, k, shared.pd, need::REMOTE_WRITE)
+        mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_WRITE)
             .is_ok_and(|e| e.write(va, payload).is_ok())
     });
     if n != 0 && !written {
@@ -514,13 +548,13 @@ fn rc(
     let p = pkt.bth.psn;
     let d = psn::diff(p, inner.resp.psn);
     let f = pkt.info.flags;
-    if d == 0 && !op_allowed(inner, f) {
+    if d == 0 && !op_allowed(inner, pkt) {
         // An operation the QP does not accept from its peer (its access flags).
         let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
         responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
         return (true, reply);
     }
-    if d <= 0 && f & (flag::READ | flag::ATOMIC) != 0 {
+    if d <= 0 && f & (flag::READ | flag::ATOMIC | flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return read_or_atomic(dev, ndev, shared, inner, pkt, d == 0);
     }
     if d < 0 {
@@ -587,22 +621,43 @@ fn rc(
     }
 }
 
-/// Whether the QP's access flags let its peer carry out the operation of a request
-/// packet with opcode flags `f` (SENDs need none).
-fn op_allowed(inner: &QpInner, f: u32) -> bool {
-    let need = if f & flag::READ != 0 {
+/// `IB_ACCESS_FLUSH_GLOBAL` and `IB_ACCESS_FLUSH_PERSISTENT`: what a FLUSH of
+/// placement type `IB_FLUSH_GLOBAL` (1) or `IB_FLUSH_PERSISTENT` (2) needs.
+const FLUSH_GLOBAL: u32 = 1 << 8;
+const FLUSH_PERSISTENT: u32 = 1 << 9;
+
+/// The access rights (`IB_ACCESS_*`) a request packet needs of the QP and of the key
+/// it names (SENDs need none).
+fn needs(pkt: &Packet<'_>) -> u32 {
+    let f = pkt.info.flags;
+    if f & flag::READ != 0 {
         need::REMOTE_READ
-    } else if f & flag::WRITE != 0 {
+    } else if f & (flag::WRITE | flag::ATOMIC_WRITE) != 0 {
         need::REMOTE_WRITE
     } else if f & flag::ATOMIC != 0 {
         need::REMOTE_ATOMIC
+    } else if f & flag::FLUSH != 0 {
+        let placement = pkt.feth().map_or(0, |h| u32::from(h.placement));
+        (if placement & 1 != 0 { FLUSH_GLOBAL } else { 0 })
+            | (if placement & 2 != 0 {
+                FLUSH_PERSISTENT
+            } else {
+                0
+            })
     } else {
         0
-    };
+    }
+}
+
+/// Whether the QP's access flags let its peer carry out the operation of a request
+/// packet.
+fn op_allowed(inner: &QpInner, pkt: &Packet<'_>) -> bool {
+    let need = needs(pkt);
     inner.attrs.access_flags & need == need
 }
 
-/// An RDMA READ or atomic request, new (`fresh`) or one that came again.
+/// A request that takes a responder resource (an RDMA READ, an atomic, an ATOMIC WRITE
+/// or a FLUSH), new (`fresh`) or one that came again.
 fn read_or_atomic(
     dev: &Device<RxeRs>,
     ndev: &NetDevice,
@@ -619,13 +674,19 @@ fn read_or_atomic(
             return (false, None);
         };
         return match inner.resp.res[i].answer {
-            Answer::Atomic(orig) if atomic => (true, atomic_ack(ndev, shared, inner, p, orig)),
-            Answer::Read(..) if !atomic => {
+            Answer::Atomic(orig) if atomic => (true, reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig)),
+            Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
                 inner.resp.sending = Some((i, p));
                 (true, None)
             }
+            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => {
+                (true, reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0))
+            }
             _ => (false, None),
         };
+    }
+    if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
+        return flush_or_atomic_write(dev, ndev, shared, inner, pkt);
     }
     inner.resp.nak_sent = false;
     let limit = usize::from(inner.attrs.max_dest_rd_atomic);
@@ -636,7 +697,8 @@ fn read_or_atomic(
         let rkey = if reth.len == 0 {
             None
         } else {
-            match mr::lookup(&dev.mr_table, reth.rkey, shared.pd, need::REMOTE_READ) {
+            let qpn = shared.qp_num();
+            match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_READ) {
                 Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
                 _ => {
                     let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
@@ -669,7 +731,8 @@ fn read_or_atomic(
         responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
         return (true, reply);
     }
-    let orig = match mr::lookup(&dev.mr_table, a.rkey, shared.pd, need::REMOTE_ATOMIC) {
+    let qpn = shared.qp_num();
+    let orig = match mr::remote(dev, a.rkey, shared.pd, qpn, need::REMOTE_ATOMIC) {
         Ok(e) => dev.atomic(&e, a.va, |old| {
             if pkt.bth.opcode & 0x1f == 0x13 {
                 if old == a.compare {
@@ -698,42 +761,65 @@ fn read_or_atomic(
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (true, atomic_ack(ndev, shared, inner, p, orig))
+    (true, reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig))
 }
 
-/// The acknowledgement of an atomic, with the original value.
-fn atomic_ack(
+/// A new ATOMIC WRITE (8 bytes placed as one) or FLUSH (the data placed before it is
+/// made visible: the device places data with the CPU, so it is once placed; a
+/// persistent flush needs memory registered for it, which no MR of this device is).
+fn flush_or_atomic_write(
+    dev: &Device<RxeRs>,
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
-    inner: &QpInner,
-    psn: u32,
-    orig: u64,
-) -> Reply {
-    let bth = Bth {
-        opcode: 0x12,
-        pkey: crate::param::DEFAULT_PKEY,
-        dest_qp: inner.attrs.dest_qp_num,
-        psn,
-        ..Default::default()
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, Reply) {
+    let p = pkt.bth.psn;
+    let Some(reth) = pkt.reth() else {
+        return (false, None);
     };
-    let ext = Ext {
-        aeth: Aeth {
-            syndrome: ACK_CREDITS,
-            msn: inner.resp.msn,
+    let qpn = shared.qp_num();
+    let region = mr::remote(dev, reth.rkey, shared.pd, qpn, needs(pkt));
+    let ok = if pkt.info.flags & flag::ATOMIC_WRITE != 0 {
+        let Ok(value) = <[u8; 8]>::try_from(pkt.payload()) else {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+            return (true, reply);
+        };
+        if reth.len != 8 || reth.va % 8 != 0 {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+            return (true, reply);
+        }
+        region
+            .ok()
+            .and_then(|r| dev.atomic(&r, reth.va, |_| u64::from_ne_bytes(value)))
+            .is_some()
+    } else {
+        // Selectivity 1 flushes the whole MR: the range does not matter.
+        let whole = pkt.feth().is_some_and(|h| h.selectivity == 1);
+        let ok = region.is_ok_and(|r| whole || r.covers(reth.va, reth.len as usize));
+        core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
+        ok
+    };
+    if !ok {
+        let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+        return (true, reply);
+    }
+    inner.resp.nak_sent = false;
+    let limit = usize::from(inner.attrs.max_dest_rd_atomic);
+    inner.resp.keep(
+        Resource {
+            first_psn: p,
+            last_psn: p,
+            answer: Answer::Done,
         },
-        atomic_ack: orig,
-        ..Default::default()
-    };
-    xmit::build(
-        ndev,
-        &inner.attrs.av,
-        shared.qp_num(),
-        &bth,
-        &ext,
-        0,
-        |_| Ok::<(), ()>(()),
-    )
-    .ok()
+        limit,
+    );
+    inner.resp.psn = psn::add(p, 1);
+    inner.resp.msn = psn::add(inner.resp.msn, 1);
+    (true, reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0))
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)
@@ -788,7 +874,7 @@ fn uc(
             return false;
         }
     }
-    if !op_allowed(inner, pkt.info.flags) {
+    if !op_allowed(inner, pkt) {
         inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
             None
         } else {

@@ -8,6 +8,7 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
+use crate::mr::Bind;
 use crate::param;
 use crate::srq::{RECV_WQE_HDR, SGE_LEN};
 
@@ -27,6 +28,48 @@ pub(crate) mod op {
     pub(crate) const RDMA_READ: u32 = 4;
     pub(crate) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(crate) const ATOMIC_FETCH_AND_ADD: u32 = 6;
+    pub(crate) const LOCAL_INV: u32 = 7;
+    pub(crate) const BIND_MW: u32 = 8;
+    pub(crate) const SEND_WITH_INV: u32 = 9;
+    pub(crate) const FLUSH: u32 = 14;
+    pub(crate) const ATOMIC_WRITE: u32 = 15;
+    /// Kernel consumers only: the registration of a fast-registration MR.
+    pub(crate) const REG_MR: u32 = 0x20;
+}
+
+/// Where the fields of the work request proper are in a send WQE (`struct
+/// rxe_send_wr`), per operation; the kernel's REG_MR is laid out by this driver.
+pub(crate) mod at {
+    pub(crate) const WR_ID: usize = 0;
+    pub(crate) const OPCODE: usize = 12;
+    pub(crate) const FLAGS: usize = 16;
+    pub(crate) const EX: usize = 20;
+    pub(crate) const REMOTE_ADDR: usize = 24;
+    pub(crate) const RKEY: usize = 32;
+    pub(crate) const COMPARE_ADD: usize = 32;
+    pub(crate) const SWAP: usize = 40;
+    pub(crate) const ATOMIC_RKEY: usize = 48;
+    pub(crate) const REMOTE_QPN: usize = 24;
+    pub(crate) const REMOTE_QKEY: usize = 28;
+    pub(crate) const AH_NUM: usize = 36;
+    pub(crate) const MW_ADDR: usize = 24;
+    pub(crate) const MW_LENGTH: usize = 32;
+    pub(crate) const MW_MR_LKEY: usize = 40;
+    pub(crate) const MW_RKEY: usize = 44;
+    pub(crate) const MW_NEW_RKEY: usize = 48;
+    pub(crate) const MW_ACCESS: usize = 52;
+    pub(crate) const REG_LKEY: usize = 24;
+    pub(crate) const REG_KEY: usize = 32;
+    pub(crate) const REG_ACCESS: usize = 36;
+    pub(crate) const FLUSH_RKEY: usize = 36;
+    pub(crate) const FLUSH_TYPE: usize = 40;
+    pub(crate) const FLUSH_LEVEL: usize = 41;
+    /// An ATOMIC WRITE's 8 bytes, where the SGEs would be.
+    pub(crate) const ATOMIC_WRITE_DATA: usize = super::SEND_WQE_HDR;
+    /// The DMA state: total length, what remains of it, then (at +12) the SGE count.
+    pub(crate) const DMA_LENGTH: usize = 184;
+    pub(crate) const DMA_RESID: usize = 188;
+    pub(crate) const DMA_NUM_SGE: usize = 196;
 }
 
 /// Send flags (`IB_SEND_*`).
@@ -94,10 +137,18 @@ impl SendWqe {
         max_inline: u32,
     ) -> Result<Self, WqeError> {
         let b = &bytes;
-        let flags = u32_at(b, 16);
-        let dma_length = u32_at(b, 184);
-        let num_sge = u32_at(b, 184 + 12);
-        let length = if flags & send_flag::INLINE != 0 {
+        let flags = u32_at(b, at::FLAGS);
+        let opcode = u32_at(b, at::OPCODE);
+        let dma_length = u32_at(b, at::DMA_LENGTH);
+        let num_sge = u32_at(b, at::DMA_NUM_SGE);
+        let no_sges = matches!(opcode, op::FLUSH | op::ATOMIC_WRITE);
+        let length = if opcode == op::FLUSH {
+            // No data: the length is that of the range to flush.
+            dma_length
+        } else if opcode == op::ATOMIC_WRITE {
+            // Its 8 bytes are in the WQE.
+            8
+        } else if flags & send_flag::INLINE != 0 {
             if dma_length > max_inline || dma_length as usize > MAX_SEND_WQE - SEND_WQE_HDR {
                 return Err(WqeError::Length);
             }
@@ -118,22 +169,22 @@ impl SendWqe {
             return Err(WqeError::Length);
         }
         let mut ex = [0u8; 4];
-        ex.copy_from_slice(&b[20..24]);
+        ex.copy_from_slice(&b[at::EX..at::EX + 4]);
         Ok(Self {
-            wr_id: u64_at(b, 0),
-            opcode: u32_at(b, 12),
+            wr_id: u64_at(b, at::WR_ID),
+            opcode,
             flags,
             ex,
-            remote_addr: u64_at(b, 24),
-            rkey: u32_at(b, 32),
-            compare_add: u64_at(b, 32),
-            swap: u64_at(b, 40),
-            atomic_rkey: u32_at(b, 48),
-            remote_qpn: u32_at(b, 24),
-            remote_qkey: u32_at(b, 28),
-            ah_num: u32_at(b, 36),
+            remote_addr: u64_at(b, at::REMOTE_ADDR),
+            rkey: u32_at(b, at::RKEY),
+            compare_add: u64_at(b, at::COMPARE_ADD),
+            swap: u64_at(b, at::SWAP),
+            atomic_rkey: u32_at(b, at::ATOMIC_RKEY),
+            remote_qpn: u32_at(b, at::REMOTE_QPN),
+            remote_qkey: u32_at(b, at::REMOTE_QKEY),
+            ah_num: u32_at(b, at::AH_NUM),
             length,
-            num_sge: if flags & send_flag::INLINE != 0 {
+            num_sge: if no_sges || flags & send_flag::INLINE != 0 {
                 0
             } else {
                 num_sge as usize
@@ -142,9 +193,54 @@ impl SendWqe {
         })
     }
 
+    /// The rkey a SEND with invalidate or a LOCAL_INV names.
+    pub(crate) fn invalidate_rkey(&self) -> u32 {
+        u32::from_ne_bytes(self.ex)
+    }
+
+    /// What a BIND_MW asks.
+    pub(crate) fn bind(&self) -> Bind {
+        let b = &self.bytes;
+        Bind {
+            addr: u64_at(b, at::MW_ADDR),
+            length: u64_at(b, at::MW_LENGTH),
+            mr_lkey: u32_at(b, at::MW_MR_LKEY),
+            mw_rkey: u32_at(b, at::MW_RKEY),
+            rkey: u32_at(b, at::MW_NEW_RKEY),
+            access: u32_at(b, at::MW_ACCESS),
+        }
+    }
+
+    /// What a REG_MR asks: the MR's lkey, its new key and access rights.
+    pub(crate) fn reg(&self) -> (u32, u32, u32) {
+        let b = &self.bytes;
+        (
+            u32_at(b, at::REG_LKEY),
+            u32_at(b, at::REG_KEY),
+            u32_at(b, at::REG_ACCESS),
+        )
+    }
+
+    /// What a FLUSH asks: the rkey, the placement type and the selectivity level.
+    pub(crate) fn flush(&self) -> (u32, u8, u8) {
+        let b = &self.bytes;
+        (
+            u32_at(b, at::FLUSH_RKEY),
+            b[at::FLUSH_TYPE],
+            b[at::FLUSH_LEVEL],
+        )
+    }
+
+    /// The 8 bytes of an ATOMIC WRITE.
+    pub(crate) fn atomic_write_data(&self) -> [u8; 8] {
+        let mut d = [0u8; 8];
+        d.copy_from_slice(&self.bytes[at::ATOMIC_WRITE_DATA..at::ATOMIC_WRITE_DATA + 8]);
+        d
+    }
+
     /// Whether the data is in the WQE itself.
     pub(crate) fn is_inline(&self) -> bool {
-        self.flags & send_flag::INLINE != 0
+        self.flags & send_flag::INLINE != 0 && !matches!(self.opcode, op::FLUSH | op::ATOMIC_WRITE)
     }
 
     /// The inline data.
