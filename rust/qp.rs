@@ -447,6 +447,14 @@ pub(crate) enum QpEvent {
     SqDrained,
     /// An SRQ-attached QP in the error state will take no more receives from the SRQ.
     LastWqeReached,
+    /// A QP in RTR received its first packet (`IB_EVENT_COMM_EST`).
+    CommEst,
+    /// The responder found a request invalid, and the QP is in the error state
+    /// (`IB_EVENT_QP_REQ_ERR`).
+    ReqErr,
+    /// The responder refused a remote access, and the QP is in the error state
+    /// (`IB_EVENT_QP_ACCESS_ERR`).
+    AccessErr,
 }
 
 /// The consumer's event callback of one QP, callable until the QP is destroyed.
@@ -484,6 +492,9 @@ impl QpEvents {
             let kind = match event {
                 QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
                 QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+                QpEvent::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
+                QpEvent::ReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+                QpEvent::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
             };
             // SAFETY: By the `RawQp` invariant the QP is live while we hold the lock;
             // the event only lives for the call.

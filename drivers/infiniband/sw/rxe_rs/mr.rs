@@ -29,7 +29,7 @@ use crate::ib::{
     device::{eopnotsupp, Device},
     mr::{KernelMemory, MrCreated, PageList, Umem},
     pd::PdId,
-    sync::{new_spinlock_irq, SpinLockIrq},
+    sync::SpinLockIrq,
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
@@ -468,13 +468,20 @@ impl Held {
         binding: Binding,
         memory: Memory,
     ) -> Result<(Self, u32)> {
+        // A window's lock is taken before its MR's: two lock classes, so that lockdep
+        // tells the nesting from a recursion.
+        let (name, class) = if matches!(memory, Memory::Window { .. }) {
+            (c"KeyEntry::state (MW)", kernel::static_lock_class!())
+        } else {
+            (c"KeyEntry::state (MR)", kernel::static_lock_class!())
+        };
         let entry = Arc::pin_init(
             pin_init!(KeyEntry {
                 index: Number::new(),
                 key: Atomic::new(0),
                 pd,
                 memory,
-                state <- new_spinlock_irq!(binding),
+                state <- SpinLockIrq::new(binding, name, class),
             }),
             GFP_KERNEL,
         )?;

@@ -584,14 +584,21 @@ impl RxeQp {
         }
         inner.state = QpState::Err;
         Self::flush(shared, inner, &dev.wq);
-        // Room may be lacking (allocated atomically); the event is then lost, as an
-        // event beyond a hardware queue's room would be.
-        if shared.srq.is_some()
-            && inner
-                .pending
-                .push(QpEvent::LastWqeReached, GFP_ATOMIC)
-                .is_ok()
-        {
+        if shared.srq.is_some() {
+            Self::raise(dev, shared, inner, QpEvent::LastWqeReached);
+        }
+    }
+
+    /// Queues an asynchronous event of the QP; its task raises it, never the chain
+    /// that caused it. Room may be lacking (allocated atomically): the event is then
+    /// lost, as an event beyond a hardware queue's room would be.
+    pub(crate) fn raise(
+        dev: &Device<RxeRs>,
+        shared: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+        event: QpEvent,
+    ) {
+        if inner.pending.push(event, GFP_ATOMIC).is_ok() {
             dev.wq.run(shared);
         }
     }

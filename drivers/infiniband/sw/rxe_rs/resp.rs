@@ -29,7 +29,7 @@ use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
 use crate::ib::{
     device::Device,
-    qp::{QpState, QpType},
+    qp::{QpEvent, QpState, QpType},
 };
 use crate::mr::{self, need};
 use crate::qp::{QpInner, QpShared, GSI_QKEY};
@@ -97,6 +97,8 @@ pub(crate) struct RespState {
     pub(crate) msg: Option<Msg>,
     /// A sequence NAK was sent for the expected PSN and not answered yet.
     nak_sent: bool,
+    /// The QP took a packet since it left RESET (communication is established).
+    established: bool,
     /// The last READ and atomic requests, oldest replaced first.
     res: KVec<Resource>,
     res_next: usize,
@@ -115,6 +117,7 @@ impl RespState {
             msn: 0,
             msg: None,
             nak_sent: false,
+            established: false,
             res: KVec::with_capacity(resources, GFP_KERNEL)?,
             res_next: 0,
             sending: None,
@@ -129,6 +132,7 @@ impl RespState {
         self.msn = 0;
         self.msg = None;
         self.nak_sent = false;
+        self.established = false;
         self.res.clear();
         self.res_next = 0;
         self.sending = None;
@@ -313,12 +317,21 @@ pub(crate) fn request(
     ) {
         return (false, None);
     }
-    match (shared.qp_type, pkt.info.transport) {
+    let rtr = inner.state == QpState::Rtr;
+    let (taken, reply) = match (shared.qp_type, pkt.info.transport) {
         (QpType::Ud | QpType::Gsi, Transport::Ud) => (datagram(dev, shared, inner, pkt, ip), None),
         (QpType::Rc, Transport::Rc) => rc(dev, ndev, shared, inner, pkt),
         (QpType::Uc, Transport::Uc) => (uc(dev, shared, inner, pkt), None),
         _ => (false, None),
+    };
+    // The first packet a connected QP in RTR takes establishes communication (the
+    // consumer may not have seen the last connection message, and learns it so).
+    let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
+    if taken && rtr && connected && !inner.resp.established {
+        inner.resp.established = true;
+        crate::qp::RxeQp::raise(dev, shared, inner, QpEvent::CommEst);
     }
+    (taken, reply)
 }
 
 /// An acknowledgement of `psn` with `syndrome` to the QP's peer.
@@ -674,14 +687,18 @@ fn read_or_atomic(
             return (false, None);
         };
         return match inner.resp.res[i].answer {
-            Answer::Atomic(orig) if atomic => (true, reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig)),
+            Answer::Atomic(orig) if atomic => (
+                true,
+                reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig),
+            ),
             Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
                 inner.resp.sending = Some((i, p));
                 (true, None)
             }
-            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => {
-                (true, reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0))
-            }
+            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => (
+                true,
+                reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0),
+            ),
             _ => (false, None),
         };
     }
@@ -761,7 +778,10 @@ fn read_or_atomic(
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (true, reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig))
+    (
+        true,
+        reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig),
+    )
 }
 
 /// A new ATOMIC WRITE (8 bytes placed as one) or FLUSH (the data placed before it is
@@ -819,7 +839,10 @@ fn flush_or_atomic_write(
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (true, reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0))
+    (
+        true,
+        reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0),
+    )
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)
@@ -840,7 +863,17 @@ fn responder_error(
         };
         shared.recv_cq.post(&dev.wq, &c, false);
     }
+    let event = match status {
+        WC_REM_ACCESS_ERR => Some(QpEvent::AccessErr),
+        WC_REM_INV_REQ_ERR => Some(QpEvent::ReqErr),
+        _ => None,
+    };
     crate::qp::RxeQp::enter_err(dev, shared, inner);
+    // A responder error of an RC QP is affiliated with it (as the IB spec's "invalid
+    // request" and "access violation" local work queue errors).
+    if let Some(ev) = event.filter(|_| shared.qp_type == QpType::Rc) {
+        crate::qp::RxeQp::raise(dev, shared, inner, ev);
+    }
 }
 
 /// A request packet of a UC QP.
