@@ -322,6 +322,8 @@ pub(crate) struct PortAttr {
     pub(crate) max_vl_num: u8,
     pub(crate) active_width: u8,
     pub(crate) active_speed: u16,
+    /// Datagrams dropped for a wrong Q_Key.
+    pub(crate) qkey_viol_cntr: u32,
 }
 
 impl PortAttr {
@@ -338,6 +340,7 @@ impl PortAttr {
         out.max_vl_num = self.max_vl_num;
         out.active_width = self.active_width;
         out.active_speed = self.active_speed;
+        out.qkey_viol_cntr = self.qkey_viol_cntr;
     }
 }
 

@@ -34,7 +34,7 @@ use crate::ib::{
 };
 use crate::param::{self, Quota};
 use crate::recv::Recv;
-use crate::stats::Counters;
+use crate::stats::{Counter, Counters};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
@@ -301,6 +301,8 @@ impl Driver for RxeRs {
             max_vl_num: param::PORT_MAX_VL_NUM,
             active_width,
             active_speed,
+            qkey_viol_cntr: u32::try_from(dev.counters.get(Counter::QkeyViolation))
+                .unwrap_or(u32::MAX),
         })
     }
 

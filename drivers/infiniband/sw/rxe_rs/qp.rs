@@ -706,6 +706,16 @@ impl RxeQp {
         if inner.dead {
             return false;
         }
+        // A connected QP takes packets from its peer only, to the address it is
+        // connected from.
+        if matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
+            let av = &inner.attrs.av;
+            let peer =
+                crate::recv::ip_gids(ip).is_some_and(|(src, dst)| src == av.dgid && dst == av.sgid);
+            if !peer {
+                return false;
+            }
+        }
         if pkt.info.flags & flag::REQUEST != 0 {
             let (taken, reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
             let responses = inner.resp.has_responses();

@@ -93,20 +93,33 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb) {
     }
 }
 
+/// The source and destination GIDs of a checked packet's IP header (`ip`, a plain IPv4
+/// or an IPv6 header): IPv4 addresses as IPv4-mapped GIDs.
+pub(crate) fn ip_gids(ip: &[u8]) -> Option<([u8; 16], [u8; 16])> {
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    match (ip.first().map(|b| b >> 4), ip.len()) {
+        (Some(4), icrc::IPV4_LEN) => {
+            for (gid, at) in [(&mut src, 12), (&mut dst, 16)] {
+                gid[10] = 0xff;
+                gid[11] = 0xff;
+                gid[12..].copy_from_slice(&ip[at..at + 4]);
+            }
+        }
+        (Some(6), icrc::IPV6_LEN) => {
+            src.copy_from_slice(&ip[8..24]);
+            dst.copy_from_slice(&ip[24..40]);
+        }
+        _ => return None,
+    }
+    Some((src, dst))
+}
+
 /// A datagram to the multicast QP number: each member of the group its destination
 /// address names takes it as if it were sent to it alone.
 fn multicast(dev: &Device<RxeRs>, pkt: &Packet<'_>, ip: &[u8]) {
     let counters = &dev.counters;
-    let mut gid = [0u8; 16];
-    match (ip.first().map(|b| b >> 4), ip.len()) {
-        (Some(4), icrc::IPV4_LEN) => {
-            gid[10] = 0xff;
-            gid[11] = 0xff;
-            gid[12..].copy_from_slice(&ip[16..20]);
-        }
-        (Some(6), icrc::IPV6_LEN) => gid.copy_from_slice(&ip[24..40]),
-        _ => {}
-    }
+    let gid = ip_gids(ip).map_or([0; 16], |(_, dst)| dst);
     let mut qpns = [0u32; MAX_MEMBERS];
     let n = dev.mcast.members(&gid, &mut qpns);
     let mut taken = false;

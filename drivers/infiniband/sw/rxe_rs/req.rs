@@ -35,7 +35,7 @@ use crate::roce::{
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
     psn,
 };
-use crate::wqe::{op, send_flag, SendWqe, MAX_SEND_WQE};
+use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use kernel::{prelude::*, sync::Arc};
 
@@ -515,29 +515,11 @@ pub(crate) fn scatter_local(
     at: usize,
     data: &[u8],
 ) -> Result<(), u32> {
-    let mut skip = at;
-    let mut done = 0;
-    for sge in wqe.sges() {
-        if done == data.len() {
-            break;
-        }
-        let len = sge.length as usize;
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(data.len() - done);
-        let mr =
-            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE).map_err(|_| WC_LOC_PROT_ERR)?;
-        mr.write(sge.addr + skip as u64, &data[done..done + n])
-            .map_err(|_| WC_LOC_PROT_ERR)?;
-        done += n;
-        skip = 0;
-    }
-    if done != data.len() {
-        return Err(WC_LOC_LEN_ERR);
-    }
-    Ok(())
+    for_each_piece(wqe.sges(), at, data.len(), |sge, off, r| {
+        mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
+            .and_then(|m| m.write(sge.addr + off, &data[r]))
+            .map_err(|_| WC_LOC_PROT_ERR)
+    })
 }
 
 /// Completes the oldest WQE of the send queue successfully; `rec` is its record.
@@ -594,29 +576,11 @@ fn gather_at(
         out.copy_from_slice(src);
         return Ok(());
     }
-    let mut skip = at;
-    let mut done = 0;
-    for sge in wqe.sges() {
-        if done == out.len() {
-            break;
-        }
-        let len = sge.length as usize;
-        if skip >= len {
-            skip -= len;
-            continue;
-        }
-        let n = (len - skip).min(out.len() - done);
-        let mr =
-            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_READ).map_err(|_| WC_LOC_PROT_ERR)?;
-        mr.read(sge.addr + skip as u64, &mut out[done..done + n])
-            .map_err(|_| WC_LOC_PROT_ERR)?;
-        done += n;
-        skip = 0;
-    }
-    if done != out.len() {
-        return Err(WC_LOC_LEN_ERR);
-    }
-    Ok(())
+    for_each_piece(wqe.sges(), at, out.len(), |sge, off, r| {
+        mr::local(dev, sge.lkey, shared.pd, need::LOCAL_READ)
+            .and_then(|m| m.read(sge.addr + off, &mut out[r]))
+            .map_err(|_| WC_LOC_PROT_ERR)
+    })
 }
 
 /// Ends a WQE in error: its completion, then the error state, which flushes the rest.

@@ -51,7 +51,7 @@ const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
 const ACK: u8 = 0x11;
 const ATOMIC_ACK: u8 = 0x12;
 const READ_RESPONSE_ONLY: u8 = 0x10;
-use crate::wqe::{RecvWqe, MAX_RECV_WQE};
+use crate::wqe::{for_each_piece, RecvWqe, MAX_RECV_WQE};
 
 /// The message a connected QP is in the middle of receiving.
 // The receive WQE is kept by value: the state lives inside the QP and a WQE is moved
@@ -263,40 +263,14 @@ fn scatter(
     at: u32,
     parts: &[&[u8]],
 ) -> Result<(), u32> {
-    let mut sges = wqe.sges();
-    let mut cur = sges.next();
-    let mut used = 0usize;
-    // Skip to byte `at`.
-    let mut skip = at as usize;
-    while let Some(s) = cur {
-        if skip < s.length as usize {
-            used = skip;
-            break;
-        }
-        skip -= s.length as usize;
-        cur = sges.next();
-    }
-    if cur.is_none() && parts.iter().any(|p| !p.is_empty()) {
-        return Err(WC_LOC_LEN_ERR);
-    }
+    let mut at = at as usize;
     for part in parts {
-        let mut part: &[u8] = part;
-        while !part.is_empty() {
-            let sge = cur.ok_or(WC_LOC_LEN_ERR)?;
-            let room = sge.length as usize - used;
-            if room == 0 {
-                cur = sges.next();
-                used = 0;
-                continue;
-            }
-            let n = room.min(part.len());
-            let mr = mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
-                .map_err(|_| WC_LOC_PROT_ERR)?;
-            mr.write(sge.addr + used as u64, &part[..n])
-                .map_err(|_| WC_LOC_PROT_ERR)?;
-            used += n;
-            part = &part[n..];
-        }
+        for_each_piece(wqe.sges(), at, part.len(), |sge, off, r| {
+            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
+                .and_then(|m| m.write(sge.addr + off, &part[r]))
+                .map_err(|_| WC_LOC_PROT_ERR)
+        })?;
+        at += part.len();
     }
     Ok(())
 }
@@ -953,6 +927,7 @@ fn datagram(
         inner.attrs.qkey
     };
     if deth.qkey != qkey {
+        dev.counters.inc(crate::stats::Counter::QkeyViolation);
         return false;
     }
     let wqe = match take_recv(&dev.wq, shared, inner) {

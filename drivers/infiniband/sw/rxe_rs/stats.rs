@@ -27,6 +27,9 @@ pub(crate) enum Counter {
     QpDropped,
     /// Packets sent again after an acknowledgement timeout.
     Retransmit,
+    /// Datagrams dropped for a Q_Key that is not the QP's (also the port's
+    /// `qkey_viol_cntr`).
+    QkeyViolation,
 }
 
 /// The counters' names, in [`Counter`] order.
@@ -40,10 +43,11 @@ pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"send_err"),
     StatDesc::new(c"rcvd_qp_dropped"),
     StatDesc::new(c"retransmits"),
+    StatDesc::new(c"rcvd_qkey_viol"),
 ];
 
 /// How many counters there are.
-const N: usize = 9;
+const N: usize = 10;
 
 /// The device's counters.
 pub(crate) struct Counters([Atomic<u64>; N]);
@@ -56,6 +60,11 @@ impl Counters {
     /// Counts one `c`.
     pub(crate) fn inc(&self, c: Counter) {
         self.0[c as usize].fetch_add(1, Relaxed);
+    }
+
+    /// The value of `c`.
+    pub(crate) fn get(&self, c: Counter) -> u64 {
+        self.0[c as usize].load(Relaxed)
     }
 
     /// Copies the counters out, as many as `out` holds.

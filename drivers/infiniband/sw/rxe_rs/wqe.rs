@@ -96,6 +96,38 @@ pub(crate) struct Sge {
     pub(crate) lkey: u32,
 }
 
+/// Walks the buffers `sges` describe, as one message: calls `f` with each SGE and the
+/// offset in it of each piece of the `len` bytes from byte `at` of the message on,
+/// and the range of those bytes the piece holds. `Err(WC_LOC_LEN_ERR)` if the buffers
+/// end first; `f`'s error ends the walk.
+pub(crate) fn for_each_piece(
+    sges: impl Iterator<Item = Sge>,
+    at: usize,
+    len: usize,
+    mut f: impl FnMut(&Sge, u64, core::ops::Range<usize>) -> Result<(), u32>,
+) -> Result<(), u32> {
+    let mut skip = at;
+    let mut done = 0;
+    for sge in sges {
+        if done == len {
+            break;
+        }
+        let room = sge.length as usize;
+        if skip >= room {
+            skip -= room;
+            continue;
+        }
+        let n = (room - skip).min(len - done);
+        f(&sge, skip as u64, done..done + n)?;
+        done += n;
+        skip = 0;
+    }
+    if done != len {
+        return Err(crate::cq::WC_LOC_LEN_ERR);
+    }
+    Ok(())
+}
+
 /// Why a WQE was refused.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum WqeError {
