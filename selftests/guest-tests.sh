@@ -277,6 +277,174 @@ t_udaddy() {
 	pair 7174 "udaddy -b 10.0.2.15 -c 2 -C 10" "udaddy -s 10.0.2.15 -c 2 -C 10" &&
 		grep -q 'return status 0' /tmp/server.out && grep -q 'return status 0' /tmp/client.out
 }
+# NVMe over RDMA, target and host in this guest on the one device: nvmet exports a
+# memory-backed null_blk namespace on an RDMA port at eth0's IPv4 address, nvme-rdma
+# connects to it, and 8 MiB of random data written with O_DIRECT at 1 MiB, 64 KiB and
+# 4 KiB blocks (fast-registration MRs of up to 256 pages, in-capsule data) reads back
+# the same. Afterwards the controller, the configfs tree and every module the test
+# loaded are gone, the module reference counts and the device's PD, QP, MR and CM ID
+# counts are as before, the kernel logged no warning, and the device can be deleted.
+NV_NQN=nqn.2014-08.org.rxe-rs:nvme-rdma-test
+NV_CFS=/sys/kernel/config/nvmet
+NV_PORT=$NV_CFS/ports/4420
+NV_SUB=$NV_CFS/subsystems/$NV_NQN
+# The controllers connected to the test's subsystem (nvme0 ...).
+nv_ctrls() {
+	for c in /sys/class/nvme/nvme*; do
+		[ "$(cat "$c/subsysnqn" 2>/dev/null)" = "$NV_NQN" ] && echo "${c##*/}"
+	done
+}
+# The namespace block device of the test's controller, once it exists.
+nv_blk() {
+	for c in $(nv_ctrls); do
+		for b in /sys/class/nvme/"$c"/nvme*n*; do
+			[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+		done
+	done
+	return 1
+}
+has_nv_blk() { nv_blk > /dev/null; }
+no_nv_ctrl() { [ -z "$(nv_ctrls)" ]; }
+same_refcnts() { [ "$(refcnts)" = "$1" ]; }
+# The device's resource counts (pd, qp, cm_id, mr, ...) but CQs: ib_core's shared CQ
+# pool (ib_cq_pool_get, which nvme-rdma and nvmet-rdma use) keeps its CQs until the
+# device is unregistered.
+nv_res() { rdma res show "$DEV" | cut -d: -f3- | sed 's/ cq [0-9]*//'; }
+same_res() { [ "$(nv_res)" = "$1" ]; }
+nv_mods() { awk '{ print $1 }' /proc/modules | sort; }
+# Tears down whatever of the setup exists, host first: disconnect (or delete the
+# controller), unlink the port, the namespace, the subsystem, then the modules the test
+# loaded (those of /tmp/nv.mods0 it did not find loaded), each rmmod once nothing holds
+# it. Bounded; fails if anything stays.
+nv_cleanup() {
+	crc=0
+	if [ -n "$(nv_ctrls)" ]; then
+		timeout 60 nvme disconnect -n "$NV_NQN" || echo "nvme disconnect failed"
+		for c in $(nv_ctrls); do echo 1 > "/sys/class/nvme/$c/delete_controller"; done 2>/dev/null
+		wait_for no_nv_ctrl || { echo "controller left: $(nv_ctrls)"; crc=1; }
+	fi
+	rm -f "$NV_PORT/subsystems/$NV_NQN"
+	[ -d "$NV_PORT" ] && { rmdir "$NV_PORT" || crc=1; }
+	if [ -d "$NV_SUB/namespaces/1" ]; then
+		echo 0 > "$NV_SUB/namespaces/1/enable"
+		rmdir "$NV_SUB/namespaces/1" || crc=1
+	fi
+	[ -d "$NV_SUB" ] && { rmdir "$NV_SUB" || crc=1; }
+	nv_mods | comm -13 /tmp/nv.mods0 - > /tmp/nv.new
+	for round in 1 2 3 4 5 6; do
+		for m in $(cat /tmp/nv.new); do
+			[ -e "/sys/module/$m" ] || continue
+			[ "$(cat "/sys/module/$m/refcnt")" = 0 ] && timeout 60 rmmod "$m"
+		done
+	done
+	left=$(nv_mods | comm -13 /tmp/nv.mods0 - | tr '\n' ' ')
+	[ -z "$left" ] || { echo "modules left loaded: $left"; crc=1; }
+	return $crc
+}
+# The kernel log since the test started.
+nv_dmesg() { dmesg | tail -n +$((NV_D0 + 1)); }
+nv_diag() {
+	echo "nvme list:"; timeout 20 nvme list 2>&1 | sed 's/^/  /'
+	echo "nvme list-subsys:"; timeout 20 nvme list-subsys 2>&1 | sed 's/^/  /'
+	echo "dmesg (new lines, last 60):"
+	nv_dmesg | tail -n 60 | sed 's/^/  /'
+}
+nv_body() {
+	addr=$(ip -4 -o addr show dev eth0 | awk '{ sub("/.*", "", $4); print $4; exit }')
+	[ -n "$addr" ] || { echo "no IPv4 address on eth0"; return 1; }
+	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || return 1
+	wait_for test -b /dev/nullb0 || { echo "no /dev/nullb0"; return 1; }
+	modprobe -a nvmet nvmet_rdma || return 1
+	[ -d "$NV_CFS" ] || { echo "no $NV_CFS"; return 1; }
+	mkdir "$NV_SUB" && echo 1 > "$NV_SUB/attr_allow_any_host" || return 1
+	mkdir "$NV_SUB/namespaces/1" && echo /dev/nullb0 > "$NV_SUB/namespaces/1/device_path" &&
+		echo 1 > "$NV_SUB/namespaces/1/enable" || return 1
+	mkdir "$NV_PORT" || return 1
+	echo rdma > "$NV_PORT/addr_trtype" && echo ipv4 > "$NV_PORT/addr_adrfam" &&
+		echo "$addr" > "$NV_PORT/addr_traddr" && echo 4420 > "$NV_PORT/addr_trsvcid" || return 1
+	ln -s "$NV_SUB" "$NV_PORT/subsystems/$NV_NQN" || { echo "port $addr:4420 not enabled"; return 1; }
+	modprobe nvme_rdma || return 1
+	# A short controller-loss timeout: a broken connection gives up within seconds
+	# instead of reconnecting for 10 minutes.
+	t0=$(date +%s)
+	timeout 120 nvme connect -t rdma -a "$addr" -s 4420 -n "$NV_NQN" -l 10 -c 2 ||
+		{ echo "nvme connect failed"; return 1; }
+	wait_for has_nv_blk || { echo "no namespace block device after connect"; return 1; }
+	blk=$(nv_blk)
+	echo "connected in $(($(date +%s) - t0)) s: $(nv_ctrls) $blk ($(cat /sys/class/block/${blk#/dev/}/size) sectors)"
+	for f in max_hw_sectors_kb max_segments; do echo "  $f: $(cat /sys/class/block/${blk#/dev/}/queue/$f)"; done
+	echo "  kernel MRs on $DEV: $(rdma res show mr dev "$DEV" 2>/dev/null | wc -l)"
+	head -c 8M /dev/urandom > /tmp/nv.data || return 1
+	t0=$(date +%s)
+	# 0-4 MiB in 1 MiB writes, 4-6 MiB in 64 KiB, 6-7 MiB in 4 KiB, 7-8 MiB in 1 MiB.
+	timeout 120 dd if=/tmp/nv.data of="$blk" bs=1M count=4 oflag=direct status=none &&
+		timeout 120 dd if=/tmp/nv.data of="$blk" bs=64k skip=64 seek=64 count=32 oflag=direct status=none &&
+		timeout 120 dd if=/tmp/nv.data of="$blk" bs=4k skip=1536 seek=1536 count=256 oflag=direct status=none &&
+		timeout 120 dd if=/tmp/nv.data of="$blk" bs=1M skip=7 seek=7 count=1 oflag=direct status=none ||
+		{ echo "write failed"; return 1; }
+	echo "written in $(($(date +%s) - t0)) s"
+	t0=$(date +%s)
+	# Read back whole in 1 MiB reads, and the first 2 MiB again in 4 KiB and 64 KiB reads.
+	timeout 120 dd if="$blk" of=/tmp/nv.back bs=1M count=8 iflag=direct status=none &&
+		timeout 120 dd if="$blk" of=/tmp/nv.back4k bs=4k count=256 iflag=direct status=none &&
+		timeout 120 dd if="$blk" of=/tmp/nv.back64k bs=64k skip=16 count=16 iflag=direct status=none ||
+		{ echo "read failed"; return 1; }
+	echo "read in $(($(date +%s) - t0)) s"
+	head -c 2M /tmp/nv.data > /tmp/nv.want
+	cat /tmp/nv.back4k /tmp/nv.back64k > /tmp/nv.got
+	s0=$(sha256sum < /tmp/nv.data); s1=$(sha256sum < /tmp/nv.back)
+	echo "sha256 written ${s0%% *}, read ${s1%% *}"
+	[ "$s0" = "$s1" ] || { echo "data read back differs:"; cmp /tmp/nv.data /tmp/nv.back | head -n 1; return 1; }
+	cmp /tmp/nv.want /tmp/nv.got || { echo "4 KiB/64 KiB reads differ"; return 1; }
+	timeout 60 nvme disconnect -n "$NV_NQN" || { echo "nvme disconnect failed"; return 1; }
+	wait_for no_nv_ctrl || { echo "controller still there after disconnect: $(nv_ctrls)"; return 1; }
+}
+t_nvme_rdma() {
+	for m in null_blk nvmet nvmet_rdma nvme_rdma; do
+		modinfo -n "$m" > /dev/null 2>&1 || { echo "no module $m"; return 4; }
+	done
+	command -v nvme > /dev/null || { echo "no nvme-cli"; return 4; }
+	if ! grep -qs ' /sys/kernel/config configfs ' /proc/mounts; then
+		mount -t configfs configfs /sys/kernel/config || { echo "cannot mount configfs"; return 4; }
+	fi
+	for m in null_blk nvmet; do
+		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
+	done
+	with_dev || return 1
+	NV_D0=$(dmesg | wc -l)
+	nv_mods > /tmp/nv.mods0
+	settle
+	before=$(refcnts); res0=$(nv_res)
+	nv_body; rc=$?
+	[ $rc = 0 ] || nv_diag
+	nv_cleanup || { echo "cleanup failed"; nv_diag; rc=1; }
+	[ $rc = 0 ] || return $rc
+	settle
+	wait_for same_refcnts "$before"
+	after=$(refcnts)
+	echo "refcnt before: $before after: $after"
+	[ "$before" = "$after" ] || { echo "module reference counts changed"; return 1; }
+	wait_for same_res "$res0"
+	res1=$(nv_res)
+	echo "$DEV resources before:$res0 after:$res1"
+	[ "$res0" = "$res1" ] || { echo "kernel consumers left objects on $DEV"; return 1; }
+	# In the background: a delete that waits forever on a leftover kernel consumer
+	# cannot be killed, but the test can still report it.
+	rdma link delete "$DEV" & dpid=$!
+	j=0
+	while kill -0 $dpid 2>/dev/null; do
+		j=$((j + 1))
+		if [ $j -gt 300 ]; then
+			echo "rdma link delete hangs:"; cat "/proc/$dpid/stack" 2>/dev/null; nv_diag; return 1
+		fi
+		sleep 0.2
+	done
+	wait $dpid || { echo "rdma link delete failed"; nv_diag; return 1; }
+	no_device || return 1
+	if nv_dmesg | grep -Eq 'WARNING:|BUG:|Oops|general protection|refcount_t:'; then
+		echo "kernel warnings:"; nv_diag; return 1
+	fi
+}
 # perftest TOOL: server and client on the device, IPv4 GID, few iterations; both exit 0
 # and the client prints a result line (numbers under the #bytes header).
 perftest() {
@@ -339,6 +507,71 @@ t_hostile_packets() {
 		[ "$(counter $c)" -ge 20 ] || { echo "$c: $(counter $c), want at least 20"; return 1; }
 	done
 	[ "$(counter rcvd_pkts)" -ge 80 ] && [ "$(counter rcvd_dropped)" -ge 80 ]
+}
+# Well-formed, well-checksummed packets aimed at QPs that exist (roce_send.py --live:
+# out-of-window PSNs, opcodes of the wrong transport, a wrong Q_Key) change nothing:
+# live_qps.py holds an RC pair and a UD QP on the device and afterwards finds no
+# completion, its QPs in RTS, and SENDs, RDMA WRITEs and datagrams still moving with
+# their data intact. rxe_rs counts every packet of classes 2-5 in rcvd_qp_dropped; it
+# answers class 1 (out-of-window PSNs) as RC says, one sequence NAK and an ACK for each
+# duplicate, to the QP's peer. rxe drops all of them before its counters (class 1 too:
+# their source address is not the QP's peer's); it counts class 5 in the port's
+# qkey_viol_cntr, which live_qps.py prints.
+# live_stats FILE: the device's counters as "name value" lines.
+live_stats() {
+	rdma statistic show link "$DEV/1" | tr ' ' '\n' |
+		awk 'p ~ /^[a-z_]+$/ && /^[0-9]+$/ { print p, $0 } { p = $0 }' > "$1"
+}
+# live_delta NAME: how much counter NAME grew during the attack.
+live_delta() {
+	awk -v c="$1" 'NR == FNR { a[$1] = $2; next } $1 == c { print $2 - a[$1] }' /tmp/live.c0 /tmp/live.c1
+}
+# live_field KEY: KEY's number in live_qps.py's ready line.
+live_field() { sed -n "s/^ready.* $1=\([0-9]*\).*/\1/p" /tmp/live.out; }
+t_hostile_live() {
+	rm -f /tmp/live_go
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
+	timeout 180 python3 "$HOST/live_qps.py" "$DEV" 10.9.0.1 /tmp/live_go > /tmp/live.out 2>&1 &
+	lpid=$!
+	# Python and pyverbs start slowly under TCG: up to 60 s, while the program lives.
+	i=0
+	while ! grep -q '^ready ' /tmp/live.out; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 $lpid 2>/dev/null; then
+			echo "live_qps.py not ready:"; kill $lpid 2>/dev/null; wait $lpid; cat /tmp/live.out; return 1
+		fi
+		sleep 0.2
+	done
+	live_stats /tmp/live.c0
+	ip netns exec tpeer python3 "$HOST/roce_send.py" --live 10.9.0.2 10.9.0.1 20 "$(live_field rc)" \
+		"$(live_field rcpsn)" "$(live_field ud)" "$(live_field rkey)" "$(live_field va)" > /tmp/live.sent
+	sent_rc=$?
+	cat /tmp/live.sent
+	sleep 1
+	live_stats /tmp/live.c1
+	touch /tmp/live_go
+	wait $lpid
+	lrc=$?
+	echo "live_qps.py exited $lrc:"; sed 's/^/  /' /tmp/live.out
+	echo "counters after the attack (growth during it):"
+	awk 'NR == FNR { a[$1] = $2; next } { printf "  %s %s (+%d)\n", $1, $2, $2 - a[$1] }' /tmp/live.c0 /tmp/live.c1
+	echo "counters at the end:"; rdma statistic show link "$DEV/1"
+	[ $sent_rc = 0 ] && [ $lrc = 0 ] || return 1
+	[ "$DRIVER" = rxe_rs ] || return 0
+	must=$(sed -n 's/.*must_drop=\([0-9]*\).*/\1/p' /tmp/live.sent)
+	total=$(sed -n 's/.*total=\([0-9]*\).*/\1/p' /tmp/live.sent)
+	c1=$(sed -n 's/.*class1=\([0-9]*\).*/\1/p' /tmp/live.sent)
+	echo "class 1: $c1 packets, the RC QP sent $(live_delta sent_pkts) NAKs and ACKs to its peer;" \
+		"rcvd_qp_dropped +$(live_delta rcvd_qp_dropped), $must of them classes 2-5"
+	[ "$(live_delta rcvd_qp_dropped)" -ge "$must" ] ||
+		{ echo "rcvd_qp_dropped +$(live_delta rcvd_qp_dropped), want at least $must"; return 1; }
+	[ "$(live_delta rcvd_dropped)" -ge "$must" ] ||
+		{ echo "rcvd_dropped +$(live_delta rcvd_dropped), want at least $must"; return 1; }
+	[ "$(live_delta rcvd_pkts)" -ge "$total" ] ||
+		{ echo "rcvd_pkts +$(live_delta rcvd_pkts), want at least $total"; return 1; }
 }
 # RC over a lossy, reordering, duplicating link (tc netem on both ends of a veth pair
 # into a peer namespace, a device on each end): ibv_rc_pingpong still moves every
@@ -506,6 +739,7 @@ run srq_pingpong_ipv6 t_srq_pingpong_v6
 run rping_validate t_rping
 run ucmatose_rc t_ucmatose
 run udaddy_ud t_udaddy
+run kernel_nvme_over_rdma t_nvme_rdma
 run perftest_ib_send_bw t_ib_send_bw
 run perftest_ib_write_bw t_ib_write_bw
 run perftest_ib_read_bw t_ib_read_bw
@@ -518,6 +752,7 @@ run bad_name_taken t_name_taken
 run bad_same_netdev_twice t_same_netdev_twice
 run netdev_unregister_removes_device t_netdev_removed
 run hostile_packets_dropped_and_counted t_hostile_packets
+run hostile_packets_to_live_qps t_hostile_live
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run device_in_other_netns t_netns_device
 run link_delete t_link_delete

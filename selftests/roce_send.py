@@ -3,11 +3,17 @@
 """Sends hostile RoCE v2 packets to a device's UDP port 4791 (bounded: N of each kind).
 
     roce_send.py SRC_IP DST_IP N
+    roce_send.py --live SRC_IP DST_IP N RC_QPN RC_PSN UD_QPN [RKEY VA]
 
 Kinds, in this order: random bytes; truncated headers; well-formed RC SEND ONLY with a
 wrong ICRC; well-formed packets with a correct ICRC to a QP that does not exist. The
 socket is not connected and sets DF, so the kernel sends IP ID 0 and the ICRC can be
-computed here (the masked fields are TOS, TTL and checksums)."""
+computed here (the masked fields are TOS, TTL and checksums).
+
+With --live, well-formed packets with a correct ICRC aimed at QPs that exist (an RC QP
+expecting RC_PSN next, a UD QP with Q_Key LIVE_QKEY; RKEY and VA name a buffer of the
+RC QP's PD that takes remote writes): each must be dropped without effect (see live()
+for the classes). The last line printed says how many went out of each class."""
 import random
 import socket
 import struct
@@ -30,11 +36,72 @@ def icrc(src, dst, transport):
     return struct.pack("<I", crc)
 
 
-def bth(opcode, qpn, psn, pad=0):
-    return struct.pack("!BBHII", opcode, pad << 4, 0xFFFF, qpn & 0xFFFFFF, psn & 0xFFFFFF)
+def bth(opcode, qpn, psn, pad=0, ack=False):
+    return struct.pack("!BBHII", opcode, pad << 4, 0xFFFF, qpn & 0xFFFFFF,
+                       (psn & 0xFFFFFF) | (ack << 31))
+
+
+# The Q_Key of live_qps.py's UD QP.
+LIVE_QKEY = 0x11111111
+PSN_MOD = 1 << 24
+
+
+def reth(va, rkey, length):
+    return struct.pack("!QII", va, rkey, length)
+
+
+def deth(qkey, src_qp):
+    return struct.pack("!II", qkey, src_qp & 0xFFFFFF)
+
+
+def live(args):
+    """N of each packet of five classes, each a message a QP must refuse:
+    1. RC SEND ONLY and RDMA WRITE ONLY to the RC QP, PSN 2^22 ahead of and 2^22
+       behind the expected one (a sequence NAK, a repeated ACK or a drop, but no data);
+    2. RC SEND ONLY and RC RDMA WRITE ONLY to the UD QP (opcodes of another transport);
+    3. UD SEND ONLY (Q_Key and source QPN in a DETH) to the RC QP;
+    4. UC SEND ONLY and UC RDMA WRITE ONLY to the RC QP, at its expected PSN;
+    5. UD SEND ONLY to the UD QP with a wrong Q_Key.
+    Payloads are 32 bytes (no pad); the writes aim at RKEY/VA with a matching length."""
+    src, dst, n = args[0], args[1], int(args[2])
+    rc_qpn, rc_psn, ud_qpn = int(args[3], 0), int(args[4], 0), int(args[5], 0)
+    rkey, va = (int(args[6], 0), int(args[7], 0)) if len(args) >= 8 else (0, 0)
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF
+    s.bind((src, SPORT))
+    data = b"hostile!" * 4
+    sent = {}
+
+    def put(cls, transport):
+        s.sendto(transport + icrc(src, dst, transport), (dst, DPORT))
+        sent[cls] = sent.get(cls, 0) + 1
+
+    ahead = (rc_psn + (1 << 22)) % PSN_MOD
+    behind = (rc_psn - (1 << 22)) % PSN_MOD
+    for i in range(n):
+        for p in (ahead, behind):
+            put(1, bth(0x04, rc_qpn, (p + i) % PSN_MOD, ack=True) + data)
+            put(1, bth(0x0A, rc_qpn, (p + i) % PSN_MOD, ack=True) +
+                reth(va, rkey, len(data)) + data)
+    for i in range(n):
+        put(2, bth(0x04, ud_qpn, i, ack=True) + data)
+        put(2, bth(0x0A, ud_qpn, i, ack=True) + reth(va, rkey, len(data)) + data)
+    for i in range(n):
+        put(3, bth(0x64, rc_qpn, rc_psn) + deth(LIVE_QKEY, ud_qpn) + data)
+    for i in range(n):
+        put(4, bth(0x24, rc_qpn, rc_psn) + data)
+        put(4, bth(0x2A, rc_qpn, rc_psn) + reth(va, rkey, len(data)) + data)
+    for i in range(n):
+        bad = LIVE_QKEY ^ (1 << (i % 31))  # never the right one, never privileged
+        put(5, bth(0x64, ud_qpn, i) + deth(bad, ud_qpn) + data)
+    print(" ".join(f"class{c}={sent[c]}" for c in sorted(sent)) +
+          f" must_drop={sum(sent[c] for c in (2, 3, 4, 5))} total={sum(sent.values())}")
 
 
 def main():
+    if sys.argv[1:2] == ["--live"]:
+        live(sys.argv[2:])
+        return
     src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(4791)
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
