@@ -11,6 +11,8 @@
 #include <net/addrconf.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
+#include <linux/mmu_notifier.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_mad.h>
 #include <rdma/rdma_netlink.h>

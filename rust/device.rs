@@ -229,6 +229,25 @@ pub(crate) enum AtomicCap {
     Hca,
 }
 
+/// What `ibv_advise_mr()` asks of an on-demand MR's pages.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Advice {
+    /// Map them for reading, faulting them in.
+    Prefetch,
+    /// Map them for writing, faulting them in.
+    PrefetchWrite,
+    /// Map those present, without faulting anything in.
+    NoFault,
+}
+
+/// A scatter/gather element a verb names: `length` bytes at `addr` of the MR `lkey`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Sge {
+    pub(crate) addr: u64,
+    pub(crate) length: u32,
+    pub(crate) lkey: u32,
+}
+
 /// Device attributes, as `ibv_query_device()` reports them.
 ///
 /// Only what a software RoCE device has to say; everything else is reported as zero.
@@ -242,6 +261,9 @@ pub(crate) struct DeviceAttr {
     pub(crate) max_qp_wr: u32,
     pub(crate) device_cap_flags: u64,
     pub(crate) allow_user_unregister: bool,
+    /// On-demand paging of user MRs (explicit ones, not implicit), for the operations
+    /// of RC and UD that [`DeviceAttr::write_to`] lists.
+    pub(crate) on_demand_paging: bool,
     pub(crate) max_send_sge: u32,
     pub(crate) max_recv_sge: u32,
     pub(crate) max_sge_rd: u32,
@@ -281,6 +303,20 @@ impl DeviceAttr {
         } else {
             0
         };
+        if self.on_demand_paging {
+            out.kernel_cap_flags |= u64::from(bindings::ib_kernel_cap_flags_IBK_ON_DEMAND_PAGING);
+            out.odp_caps.general_caps = u64::from(bindings::ib_odp_general_cap_bits_IB_ODP_SUPPORT);
+            let both = bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SEND
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_RECV
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_SRQ_RECV;
+            out.odp_caps.per_transport_caps.ud_odp_caps = both;
+            out.odp_caps.per_transport_caps.rc_odp_caps = both
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_WRITE
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_READ
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_FLUSH
+                | bindings::ib_odp_transport_cap_bits_IB_ODP_SUPPORT_ATOMIC_WRITE;
+        }
         out.max_send_sge = self.max_send_sge as c_int;
         out.max_recv_sge = self.max_recv_sge as c_int;
         out.max_sge_rd = self.max_sge_rd as c_int;
@@ -524,6 +560,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         user: &UserCall<'_, Self>,
     ) -> Result<MrCreated<Self::Mr>>;
 
+    /// A process advises the device to map the pages of on-demand MRs (`ibv_advise_mr()`)
+    /// now; with `flush`, before the call returns.
+    fn advise_mr(dev: &Device<Self>, pd: PdId, advice: Advice, flush: bool, sges: &[Sge])
+        -> Result;
+
     /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey).
     fn get_dma_mr(dev: &Device<Self>, pd: PdId, access: u32) -> Result<MrCreated<Self::Mr>>;
 
@@ -745,6 +786,7 @@ impl<T: Driver> Device<T> {
             get_dma_mr: Some(Self::get_dma_mr),
             reg_user_mr: Some(Self::reg_user_mr),
             dereg_mr: Some(Self::dereg_mr),
+            advise_mr: Some(Self::advise_mr),
             alloc_mr: Some(Self::alloc_mr),
             alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
             get_hw_stats: Some(Self::get_hw_stats),
@@ -1283,6 +1325,52 @@ impl<T: Driver> Device<T> {
             Mr::<T>::into_raw(made, iova, len)
         })();
         res.unwrap_or_else(|e| e.to_ptr())
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn advise_mr(
+        pd: *mut bindings::ib_pd,
+        advice: bindings::ib_uverbs_advise_mr_advice,
+        flags: u32,
+        sg_list: *mut bindings::ib_sge,
+        num_sge: u32,
+        _attrs: *mut bindings::uverbs_attr_bundle,
+    ) -> c_int {
+        from_result(|| {
+            let advice = match advice {
+                bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                    Advice::Prefetch
+                }
+                bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                    Advice::PrefetchWrite
+                }
+                bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                    Advice::NoFault
+                }
+                _ => return Err(eopnotsupp()),
+            };
+            let flush =
+                flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+            let mut sges = KVec::with_capacity(num_sge as usize, GFP_KERNEL)?;
+            for i in 0..num_sge as usize {
+                // SAFETY: uverbs passes `num_sge` entries it copied from the process.
+                let s = unsafe { &*sg_list.add(i) };
+                sges.push(
+                    Sge {
+                        addr: s.addr,
+                        length: s.length,
+                        lkey: s.lkey,
+                    },
+                    GFP_KERNEL,
+                )?;
+            }
+            // SAFETY: ib_core calls this with a live PD of our device.
+            let dev = unsafe { Self::from_raw((*pd).device) };
+            T::advise_mr(dev, PdId::of(pd), advice, flush, &sges)?;
+            Ok(0)
+        })
     }
 
     /// # Safety

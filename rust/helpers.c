@@ -18,7 +18,10 @@
 #include <net/route.h>
 #include <net/netns/generic.h>
 #include <net/udp_tunnel.h>
+#include <linux/hmm.h>
+#include <linux/mmu_notifier.h>
 #include <rdma/ib_umem.h>
+#include <rdma/ib_umem_odp.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
 
@@ -374,4 +377,76 @@ bool rxe_rs_virt_addr_valid(unsigned long addr)
 void rxe_rs_netdev_hold(struct net_device *ndev)
 {
 	dev_hold(ndev);
+}
+
+/* On-demand paging: the parts of ib_umem_odp and the MMU notifier that are inline. */
+struct ib_umem_odp *rxe_rs_odp_of(struct mmu_interval_notifier *mni)
+{
+	return container_of(mni, struct ib_umem_odp, notifier);
+}
+
+/* Whether the callback may sleep; the range it covers. */
+bool rxe_rs_odp_range(const struct mmu_notifier_range *range, unsigned long *start,
+		      unsigned long *end)
+{
+	*start = range->start;
+	*end = range->end;
+	return mmu_notifier_range_blockable(range);
+}
+
+void rxe_rs_odp_set_seq(struct mmu_interval_notifier *mni, unsigned long seq)
+{
+	mmu_interval_set_seq(mni, seq);
+}
+
+void rxe_rs_odp_lock(struct ib_umem_odp *odp)
+{
+	mutex_lock(&odp->umem_mutex);
+}
+
+void rxe_rs_odp_unlock(struct ib_umem_odp *odp)
+{
+	mutex_unlock(&odp->umem_mutex);
+}
+
+unsigned long rxe_rs_odp_start(struct ib_umem_odp *odp)
+{
+	return ib_umem_start(odp);
+}
+
+unsigned long rxe_rs_odp_end(struct ib_umem_odp *odp)
+{
+	return ib_umem_end(odp);
+}
+
+bool rxe_rs_odp_writable(struct ib_umem_odp *odp)
+{
+	return odp->umem.writable;
+}
+
+void *rxe_rs_odp_private(struct ib_umem_odp *odp)
+{
+	return odp->private;
+}
+
+void rxe_rs_odp_set_private(struct ib_umem_odp *odp, void *private)
+{
+	odp->private = private;
+}
+
+/* Maps (and with fault, faults in) a range; on success umem_mutex is held. */
+int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault)
+{
+	return ib_umem_odp_map_dma_and_lock(odp, va, len, write ? HMM_PFN_WRITE : 0, fault);
+}
+
+/* The page at index of the umem if it is mapped (umem_mutex held), else NULL. */
+struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writable)
+{
+	unsigned long pfn = odp->map.pfn_list[index];
+
+	if (!(pfn & HMM_PFN_VALID))
+		return NULL;
+	*writable = pfn & HMM_PFN_WRITE;
+	return hmm_pfn_to_page(pfn);
 }

@@ -80,6 +80,23 @@ size_t rxe_rs_umem_length(struct ib_umem *umem);
 void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t len);
 void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 
+struct ib_umem_odp;
+struct mmu_interval_notifier;
+struct mmu_notifier_range;
+struct ib_umem_odp *rxe_rs_odp_of(struct mmu_interval_notifier *mni);
+bool rxe_rs_odp_range(const struct mmu_notifier_range *range, unsigned long *start,
+		      unsigned long *end);
+void rxe_rs_odp_set_seq(struct mmu_interval_notifier *mni, unsigned long seq);
+void rxe_rs_odp_lock(struct ib_umem_odp *odp);
+void rxe_rs_odp_unlock(struct ib_umem_odp *odp);
+unsigned long rxe_rs_odp_start(struct ib_umem_odp *odp);
+unsigned long rxe_rs_odp_end(struct ib_umem_odp *odp);
+bool rxe_rs_odp_writable(struct ib_umem_odp *odp);
+void *rxe_rs_odp_private(struct ib_umem_odp *odp);
+void rxe_rs_odp_set_private(struct ib_umem_odp *odp, void *private);
+int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault);
+struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writable);
+
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);
 void rxe_rs_netdev_hold(struct net_device *ndev);

@@ -42,6 +42,7 @@ pub(crate) mod mmap;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod netdev;
+pub(crate) mod odp;
 pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod queue;

@@ -103,6 +103,7 @@ mod wr_op {
     pub(super) const RDMA_WRITE: u32 = 0;
     pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
     pub(super) const RDMA_READ: u32 = 4;
+    pub(super) const RDMA_READ_WITH_INV: u32 = 11;
     pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
     pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
     pub(super) const REG_MR: u32 = 0x20;
@@ -169,7 +170,10 @@ impl<'a> SendWr<'a> {
         if self.ud
             || !matches!(
                 self.opcode(),
-                wr_op::RDMA_WRITE | wr_op::RDMA_WRITE_WITH_IMM | wr_op::RDMA_READ
+                wr_op::RDMA_WRITE
+                    | wr_op::RDMA_WRITE_WITH_IMM
+                    | wr_op::RDMA_READ
+                    | wr_op::RDMA_READ_WITH_INV
             )
         {
             return None;

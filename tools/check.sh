@@ -165,15 +165,28 @@ else
 fi
 stage_end
 
-# rdma-core's own suite (pyverbs) on both drivers: a report of where rxe_rs stands, not a
-# pass/fail gate while rxe_rs moves no data (then parity becomes the bar).
-stage_start "rdma-core's test suite on rxe and rxe_rs (report)"
-if "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite.log" 2>&1; then
+# rdma-core's own suite (pyverbs) on both drivers, one boot each: parity by test ID.
+# Every test that passes on rxe in this run must pass on rxe_rs (a skip there counts as
+# a failure), and no test may fail or err on rxe_rs.
+stage_start "rdma-core's test suite on rxe and rxe_rs (parity by test ID)"
+suite=$TOP_DIR/build/rdma-core-tests
+if "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite.log" 2>&1 &&
+	[ -s "$suite/rxe.results" ] && [ -s "$suite/rxe_rs.results" ]; then
 	grep -E '^(rxe|rxe_rs): |^tests whose outcome differs' "$out/rdma-core-suite.log" |
 		sed "s|$TOP_DIR/||"
+	bad=$(join -a1 -e - -o 0,1.2,2.2 "$suite/rxe.results" "$suite/rxe_rs.results" |
+		awk '$2 == "ok" && $3 != "ok" { print $1 " (rxe ok, rxe_rs " $3 ")" }
+			$3 == "FAIL" || $3 == "ERROR" { print $1 " (rxe " $2 ", rxe_rs " $3 ")" }' | sort -u)
+	n_rxe=$(grep -c ' ok$' "$suite/rxe.results" || true)
+	if [ -z "$bad" ]; then
+		pass "pyverbs parity: all $n_rxe tests that pass on rxe pass on rxe_rs; none fails on rxe_rs"
+	else
+		echo "$bad" | while read -r t; do echo "pyverbs: $t"; done
+		fail "pyverbs parity: $(echo "$bad" | wc -l) tests (see above and build/rdma-core-tests/)"
+	fi
 else
 	tail -n 20 "$out/rdma-core-suite.log"
-	echo "the suite could not be run (see above); this stage reports only"
+	fail "pyverbs: the suite could not be run on both drivers"
 fi
 stage_end
 

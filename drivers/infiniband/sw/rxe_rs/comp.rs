@@ -11,7 +11,7 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
-use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
+use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR};
 use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::device::RxeRs;
 use crate::ib::{
@@ -19,8 +19,9 @@ use crate::ib::{
     qp::{QpState, QpType},
     task::Task,
 };
-use crate::qp::{QpInner, QpShared};
-use crate::req::{complete_head, fail, is_atomic, is_read_or_atomic, scatter_local};
+use crate::mr;
+use crate::qp::{OdpWait, QpInner, QpShared, RxeQp};
+use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use kernel::sync::Arc;
@@ -86,7 +87,8 @@ fn data_response(
             return (true, After::Nothing);
         }
     };
-    let (placed, last) = if !atomic && rec.opcode != op::RDMA_READ {
+    let mut fault = None;
+    let (placed, last) = if !atomic && !is_read(rec.opcode) {
         // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
         if !pkt.payload().is_empty() {
             fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
@@ -98,7 +100,7 @@ fn data_response(
             return (false, After::Nothing);
         };
         (
-            scatter_local(dev, shared, &wqe, 0, &orig.to_ne_bytes()),
+            scatter_local(dev, shared, &wqe, (0, &orig.to_ne_bytes()), &mut fault),
             true,
         )
     } else {
@@ -115,15 +117,39 @@ fn data_response(
             fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
             return (true, After::Nothing);
         }
-        (scatter_local(dev, shared, &wqe, at, data), last)
+        (
+            scatter_local(dev, shared, &wqe, (at, data), &mut fault),
+            last,
+        )
     };
+    if let Some(f) = fault {
+        // Dropped as if lost; once the pages are in, the READ or atomic is asked for
+        // again.
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::Completer) {
+            return (false, After::Nothing);
+        }
+    }
     if let Err(status) = placed {
+        let status = if status == mr::FAULT {
+            WC_LOC_PROT_ERR
+        } else {
+            status
+        };
         fail(dev, shared, inner, rec.wr_id, status);
         return (true, After::Nothing);
     }
     inner.progress = true;
     inner.retry_left = inner.attrs.retry_cnt;
     inner.rnr_left = inner.attrs.rnr_retry;
+    // A READ with invalidate: the local key it names stops opening memory once the
+    // data is placed, before the READ completes.
+    if last
+        && rec.opcode == op::RDMA_READ_WITH_INV
+        && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd).is_err()
+    {
+        fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+        return (true, After::Nothing);
+    }
     if last {
         complete_head(dev, shared, inner, rec);
         // Local operations started after it complete with it.

@@ -11,8 +11,8 @@ use crate::ib::{
     ah::Ah,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState,
+        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
+        PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
@@ -39,7 +39,7 @@ use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
     mcast::McastTable,
-    mr::{mr_table, mw_table, KeyByte, KeyTable, Region, RxeMr, RxeMw},
+    mr::{mr_table, mw_table, AccessError, KeyByte, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
     qp::{qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
@@ -177,16 +177,22 @@ impl RxeDev {
     }
 
     /// Applies an atomic operation to the 8 bytes at `va` of `mr`: `op` makes the new
-    /// value from the old one. Returns the old value, or `None` if the bytes cannot be
-    /// reached. Atomic against every other atomic of the device (the memory of a
-    /// process is not locked against the process itself, as on any device).
-    pub(crate) fn atomic(&self, mr: &Region, va: u64, op: impl FnOnce(u64) -> u64) -> Option<u64> {
+    /// value from the old one. Returns the old value, or why the bytes cannot be
+    /// reached (then nothing was written). Atomic against every other atomic of the
+    /// device (the memory of a process is not locked against the process itself, as on
+    /// any device).
+    pub(crate) fn atomic(
+        &self,
+        mr: &Region,
+        va: u64,
+        op: impl FnOnce(u64) -> u64,
+    ) -> Result<u64, AccessError> {
         let _guard = self.atomic_lock.lock();
         let mut b = [0u8; 8];
-        mr.read(va, &mut b).ok()?;
+        mr.read(va, &mut b)?;
         let old = u64::from_ne_bytes(b);
-        mr.write(va, &op(old).to_ne_bytes()).ok()?;
-        Some(old)
+        mr.write(va, &op(old).to_ne_bytes())?;
+        Ok(old)
     }
 
     /// The active path MTU in bytes.
@@ -249,6 +255,7 @@ impl Driver for RxeRs {
                 | cap::FLUSH_PERSISTENT
                 | cap::ATOMIC_WRITE,
             allow_user_unregister: true,
+            on_demand_paging: true,
             max_send_sge: param::MAX_SGE,
             max_recv_sge: param::MAX_SGE,
             max_sge_rd: param::MAX_SGE_RD,
@@ -451,6 +458,16 @@ impl Driver for RxeRs {
 
     fn dereg_mr(mr: &Mr<Self>) -> Result {
         mr.dereg()
+    }
+
+    fn advise_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        advice: Advice,
+        flush: bool,
+        sges: &[Sge],
+    ) -> Result {
+        RxeMr::advise(dev, pd, advice, flush, sges)
     }
 
     fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList> {

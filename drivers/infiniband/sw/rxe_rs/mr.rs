@@ -23,11 +23,14 @@
 //! any QP of its PD, a type 2 one only to the QP it was bound through, until it is
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
+use crate::cq::WC_LOC_PROT_ERR;
 use crate::device::{RxeDev, RxeRs};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
+    device::{Advice, Sge},
     mr::{KernelMemory, MrCreated, PageList, Umem},
+    odp::{OdpError, OdpUmem},
     pd::PdId,
     sync::SpinLockIrq,
 };
@@ -54,6 +57,7 @@ const MR_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
     | (1 << 4) // MW_BIND
     | (1 << 8) // FLUSH_GLOBAL
     | (1 << 9) // FLUSH_PERSISTENT
+    | ON_DEMAND
     | OPTIONAL_ACCESS;
 
 /// `IB_ACCESS_FLUSH_PERSISTENT`.
@@ -62,20 +66,25 @@ const FLUSH_PERSISTENT: u32 = 1 << 9;
 /// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the like) a device may ignore.
 pub(crate) const OPTIONAL_ACCESS: u32 = 0x3ff0_0000;
 
-/// `IB_ACCESS_ON_DEMAND`: on-demand paging, not offered (the device does not say it is).
+/// `IB_ACCESS_ON_DEMAND`: on-demand paging (user MRs only).
 const ON_DEMAND: u32 = 1 << 6;
+
+/// `IB_ACCESS_HUGETLB`: the region is in huge pages (a hint for on-demand MRs).
+const HUGETLB: u32 = 1 << 7;
 
 /// `IB_ACCESS_ZERO_BASED`: a window addressed from 0, not offered (as by rxe).
 const ZERO_BASED: u32 = 1 << 5;
 
 /// Access flags a bind may name (what counts for a window is its remote rights; a
 /// zero-based window is refused when bound).
-const MW_ACCESS: u32 = MR_ACCESS | ZERO_BASED;
+const MW_ACCESS: u32 = (MR_ACCESS & !ON_DEMAND) | ZERO_BASED;
 
 /// The memory behind a key.
 enum Memory {
     /// A process's pinned pages.
     User(Umem),
+    /// A process's pages, mapped on demand.
+    Odp(OdpUmem),
     /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
     Dma,
     /// A fast-registration MR: the pages its consumer mapped, once a REG_MR work
@@ -130,6 +139,79 @@ pub(crate) enum AccessError {
     Key,
     /// Outside the range the key covers.
     Range,
+    /// Pages of an on-demand MR that are not mapped now: nothing was copied; the
+    /// access can be made again once [`Region::fault`]'s request is resolved.
+    Fault,
+}
+
+/// Pages of an on-demand MR that an access found missing: `len` bytes from byte `at` of
+/// the MR whose key is `key`, for writing if `write`. It names the MR by key and holds
+/// no reference, so it may be dropped anywhere; [`resolve`] finds the MR again.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Fault {
+    key: u32,
+    at: usize,
+    len: usize,
+    write: bool,
+}
+
+/// Not a completion status: what an SGE walk ([`read_local`], [`write_local`]) ends with
+/// when it found pages of an on-demand MR missing (and recorded them).
+pub(crate) const FAULT: u32 = u32::MAX;
+
+/// Copies local memory at `addr` through `lkey` into `out`, for a QP of `pd`. Fails with
+/// the completion status of the failure, or with [`FAULT`] and the pages to map in
+/// `fault`.
+pub(crate) fn read_local(
+    dev: &RxeDev,
+    (lkey, pd, addr): (u32, PdId, u64),
+    out: &mut [u8],
+    fault: &mut Option<Fault>,
+) -> Result<(), u32> {
+    let m = local(dev, lkey, pd, need::LOCAL_READ).map_err(|_| WC_LOC_PROT_ERR)?;
+    m.read(addr, out).map_err(|e| {
+        if e == AccessError::Fault {
+            *fault = Some(m.fault(addr, out.len(), false));
+            FAULT
+        } else {
+            WC_LOC_PROT_ERR
+        }
+    })
+}
+
+/// Copies `data` to local memory at `addr` through `lkey`, for a QP of `pd`; fails as
+/// [`read_local`].
+pub(crate) fn write_local(
+    dev: &RxeDev,
+    (lkey, pd, addr): (u32, PdId, u64),
+    data: &[u8],
+    fault: &mut Option<Fault>,
+) -> Result<(), u32> {
+    let m = local(dev, lkey, pd, need::LOCAL_WRITE).map_err(|_| WC_LOC_PROT_ERR)?;
+    m.write(addr, data).map_err(|e| {
+        if e == AccessError::Fault {
+            *fault = Some(m.fault(addr, data.len(), true));
+            FAULT
+        } else {
+            WC_LOC_PROT_ERR
+        }
+    })
+}
+
+/// Maps the pages `f` names, faulting them in. Process context only: it may sleep.
+/// Fails if the MR is gone or being deregistered, or the pages cannot be mapped (the
+/// process unmapped them).
+pub(crate) fn resolve(dev: &RxeDev, f: &Fault) -> Result {
+    // The reference taken here may be the MR's last, if it is deregistered meanwhile:
+    // then it is released here, in process context.
+    let e = dev.mr_table.get(f.key >> 8).ok_or(EFAULT)?;
+    if e.key.load(Relaxed) != f.key {
+        return Err(EFAULT);
+    }
+    match &e.memory {
+        Memory::Odp(o) => o.map(f.at, f.len, f.write, true),
+        _ => Ok(()),
+    }
 }
 
 /// Access rights (`IB_ACCESS_*`) an operation needs.
@@ -173,10 +255,22 @@ impl Region {
         self.offset(iova, len).is_ok()
     }
 
+    /// The request to map what an access of `len` bytes at `iova` (a write if
+    /// `write`) found missing.
+    pub(crate) fn fault(&self, iova: u64, len: usize, write: bool) -> Fault {
+        Fault {
+            key: self.mr.key.load(Relaxed),
+            at: self.offset(iova, len).unwrap_or(0),
+            len,
+            write,
+        }
+    }
+
     /// Copies `data` into the memory at `iova`.
     pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, data.len())?;
         match &self.mr.memory {
+            Memory::Odp(o) => return o.write(off, data).map_err(odp_error),
             Memory::User(u) => u.write(off, data),
             Memory::Dma => KernelMemory::write(iova, data),
             Memory::Fast(p) => p.write(iova, data),
@@ -189,12 +283,20 @@ impl Region {
     pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, out.len())?;
         match &self.mr.memory {
+            Memory::Odp(o) => return o.read(off, out).map_err(odp_error),
             Memory::User(u) => u.read(off, out),
             Memory::Dma => KernelMemory::read(iova, out),
             Memory::Fast(p) => p.read(iova, out),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
         .map_err(|_| AccessError::Range)
+    }
+}
+
+fn odp_error(e: OdpError) -> AccessError {
+    match e {
+        OdpError::Range => AccessError::Range,
+        OdpError::Absent => AccessError::Fault,
     }
 }
 
@@ -528,13 +630,30 @@ impl RxeMr {
         access: u32,
         _user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
-        if access & ON_DEMAND != 0 || access & !MR_ACCESS != 0 {
+        if access & !(MR_ACCESS | HUGETLB) != 0 {
             return Err(eopnotsupp());
         }
         // Persistence needs persistent memory, which a process's pages are not (rxe
         // refuses the same way).
         if access & FLUSH_PERSISTENT != 0 {
             return Err(EINVAL);
+        }
+        if access & ON_DEMAND != 0 {
+            // An implicit MR (all of the address space) is not offered; a huge-page
+            // region would be mapped in huge pages, which the copies do not walk.
+            if (start == 0 && len == u64::MAX) || access & HUGETLB != 0 {
+                return Err(eopnotsupp());
+            }
+            let charge = Quota::charge(&dev.mrs)?;
+            let odp = OdpUmem::get(dev, start, len, access)?;
+            let length = odp.len() as u64;
+            return Self::finish(
+                dev,
+                pd,
+                fixed(access, iova, length),
+                Memory::Odp(odp),
+                charge,
+            );
         }
         let charge = Quota::charge(&dev.mrs)?;
         let umem = Umem::get(dev, start, len, access)?;
@@ -574,13 +693,51 @@ impl RxeMr {
     }
 
     /// Deregistration: refused while windows are bound to the MR (as by rxe); from
-    /// then on nothing binds to it.
+    /// then on nothing binds to it, and nothing of an on-demand MR is faulted in (a
+    /// fault in progress is waited for).
     pub(crate) fn dereg(&self) -> Result {
-        let mut b = self.held.entry.state.lock();
-        if b.windows != 0 {
-            return Err(EINVAL);
+        {
+            let mut b = self.held.entry.state.lock();
+            if b.windows != 0 {
+                return Err(EINVAL);
+            }
+            b.dying = true;
         }
-        b.dying = true;
+        if let Memory::Odp(o) = &self.held.entry.memory {
+            o.stop_faults();
+        }
+        Ok(())
+    }
+
+    /// `ibv_advise_mr()`: maps the pages of on-demand MRs of PD `pd` that `sges` name.
+    /// Done before returning whether or not the process asked to wait (`flush`), which
+    /// is what an asynchronous prefetch may do too.
+    pub(crate) fn advise(
+        dev: &RxeDev,
+        pd: PdId,
+        advice: Advice,
+        _flush: bool,
+        sges: &[Sge],
+    ) -> Result {
+        let write = advice == Advice::PrefetchWrite;
+        for s in sges {
+            let e = dev.mr_table.get(s.lkey >> 8).ok_or(EINVAL)?;
+            let region = e
+                .clone()
+                .mr_region(s.lkey, pd, need::LOCAL_READ)
+                .map_err(|_| EINVAL)?;
+            let Memory::Odp(o) = &e.memory else {
+                // Pinned memory is always mapped.
+                continue;
+            };
+            if write && region.mr.state.lock().access & need::LOCAL_WRITE == 0 {
+                return Err(EPERM);
+            }
+            let at = region
+                .offset(s.addr, s.length as usize)
+                .map_err(|_| EINVAL)?;
+            o.map(at, s.length as usize, write, advice != Advice::NoFault)?;
+        }
         Ok(())
     }
 

@@ -35,6 +35,7 @@ use crate::ib::{
     task::{Task, TaskRun, Workqueue},
     wr::{RecvWr, SendWr, WcQp},
 };
+use crate::mr::Fault;
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
 use crate::req::{ReqState, Step};
@@ -124,6 +125,30 @@ pub(crate) struct QpInner {
     dead: bool,
     /// Events to deliver from the workqueue.
     pending: KVec<QpEvent>,
+    /// Pages of on-demand MRs for the task to fault in, one request per [`OdpWait`]
+    /// kind, and per kind whether its last fault failed.
+    odp: [Option<Fault>; OdpWait::COUNT],
+    odp_failed: [bool; OdpWait::COUNT],
+}
+
+/// Who waits for pages of an on-demand MR to be faulted in, and is run again once they
+/// are.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum OdpWait {
+    /// The requester, for the payload of its next packet: it resumes with that packet.
+    Requester,
+    /// The completer, for the data of a READ response or an atomic's original value,
+    /// which it dropped: everything not yet acknowledged is sent again.
+    Completer,
+    /// The responder, for a READ response it is to send: it resumes with that packet.
+    ReadResponse,
+    /// The responder, for a request it answered with an RNR NAK (RC) or dropped (UC,
+    /// UD): the peer sends it again.
+    Request,
+}
+
+impl OdpWait {
+    const COUNT: usize = 4;
 }
 
 /// What a QP's verbs and its deferred work share.
@@ -166,19 +191,53 @@ impl Numbered for Task<QpShared> {
 
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
-        let (pending, kick) = {
+        let (pending, mut kick, faults) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
             }
             let kick = core::mem::replace(&mut inner.kick, false);
-            (core::mem::take(&mut inner.pending), kick)
+            let faults = core::mem::replace(&mut inner.odp, [None; OdpWait::COUNT]);
+            (core::mem::take(&mut inner.pending), kick, faults)
         };
         for ev in pending {
             task.events.raise(ev);
         }
+        let dev = &task.dev;
+        let waits = [
+            OdpWait::Requester,
+            OdpWait::Completer,
+            OdpWait::ReadResponse,
+            OdpWait::Request,
+        ];
+        let (mut go_back, mut respond) = (false, false);
+        for (wait, fault) in waits.iter().zip(faults.iter()) {
+            let Some(fault) = fault else {
+                continue;
+            };
+            // Process context, no lock held: faulting may sleep.
+            if crate::mr::resolve(dev, fault).is_err() {
+                task.inner.lock().odp_failed[*wait as usize] = true;
+            }
+            match wait {
+                OdpWait::Requester => kick = true,
+                OdpWait::Completer => go_back = true,
+                OdpWait::ReadResponse => respond = true,
+                OdpWait::Request => {}
+            }
+        }
+        if go_back {
+            let mut inner = task.inner.lock();
+            if !inner.dead && inner.state == QpState::Rts {
+                crate::comp::go_back(&mut inner);
+                kick = true;
+            }
+        }
+        if respond {
+            RxeQp::run_responder(dev, &dev.ndev, task);
+        }
         if kick {
-            RxeQp::run_requester(&task.dev, task);
+            RxeQp::run_requester(dev, task);
         }
     }
 
@@ -377,6 +436,8 @@ impl RxeQp {
                 kick: false,
                 dead: false,
                 pending: KVec::new(),
+                odp: [None; OdpWait::COUNT],
+                odp_failed: [false; OdpWait::COUNT],
             }),
             send_cq,
             recv_cq,
@@ -536,6 +597,8 @@ impl RxeQp {
                     inner.resp.reset(0);
                     inner.req_psn = 0;
                     inner.rnr_wait = false;
+                    inner.odp = [None; OdpWait::COUNT];
+                    inner.odp_failed = [false; OdpWait::COUNT];
                 }
                 QpState::Rtr if cur != QpState::Rtr => {
                     let psn = inner.attrs.rq_psn;
@@ -601,6 +664,25 @@ impl RxeQp {
         if inner.pending.push(event, GFP_ATOMIC).is_ok() {
             dev.wq.run(shared);
         }
+    }
+
+    /// An access for `wait` found pages of an on-demand MR missing: the task is to fault
+    /// them in and run `wait` again. Returns `false` instead if the last fault for
+    /// `wait` failed (the process unmapped the memory): then the access fails.
+    pub(crate) fn fault(
+        dev: &Device<RxeRs>,
+        shared: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+        fault: Fault,
+        wait: OdpWait,
+    ) -> bool {
+        let i = wait as usize;
+        if core::mem::take(&mut inner.odp_failed[i]) {
+            return false;
+        }
+        inner.odp[i] = Some(fault);
+        dev.wq.run(shared);
+        true
     }
 
     /// Runs the requester until the send queue has nothing more to send now.
@@ -755,6 +837,18 @@ impl RxeQp {
             };
             shared.recv_cq.post(wq, &c, false);
         }
+        // A receive WQE held for a message that could not start yet was taken before
+        // those still in the ring.
+        if let Some(wqe) = inner.resp.held.take() {
+            let c = Completion {
+                wr_id: wqe.wr_id,
+                status: WC_WR_FLUSH_ERR,
+                qp_num: shared.qp_num.get(),
+                wc_qp: shared.wc_qp,
+                ..Default::default()
+            };
+            shared.recv_cq.post(wq, &c, false);
+        }
         if let Some(rq) = &mut inner.rq {
             rq.flush(&shared.recv_cq, wq, shared.qp_num.get(), shared.wc_qp);
         }
@@ -771,6 +865,7 @@ impl RxeQp {
             op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {}
             op::LOCAL_INV | op::REG_MR if connected => {}
             op::RDMA_READ
+            | op::RDMA_READ_WITH_INV
             | op::ATOMIC_CMP_AND_SWP
             | op::ATOMIC_FETCH_AND_ADD
             | op::SEND_WITH_INV

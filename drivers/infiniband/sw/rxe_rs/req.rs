@@ -28,8 +28,8 @@ use crate::cq::{
 use crate::device::{RxeDev, RxeRs};
 use crate::ib::task::Task;
 use crate::ib::{device::Device, netdev::NetDevice, qp::QpType};
-use crate::mr::{self, need};
-use crate::qp::{QpInner, QpShared, GSI_QKEY};
+use crate::mr::{self, Fault};
+use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
@@ -132,13 +132,18 @@ pub(crate) fn step(
     if matches!(shared.qp_type, QpType::Rc | QpType::Uc) {
         return connected(dev, ndev, shared, inner);
     }
-    let Some(bytes) = inner.sq.take::<MAX_SEND_WQE>() else {
+    // The WQE stays at the head until it is sent or fails: a datagram whose payload
+    // waits for pages of an on-demand MR is sent from it once they are mapped.
+    let head = inner.sq.consumer();
+    if head == inner.sq.producer() {
         return Step::Idle;
-    };
+    }
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
     let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
         Ok(w) => w,
         Err(_) => {
             let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
+            inner.sq.advance();
             fail(dev, shared, inner, wr_id, WC_LOC_LEN_ERR);
             return Step::Again;
         }
@@ -242,8 +247,10 @@ fn connected(
                 | op::SEND_WITH_INV
                 | op::FLUSH
                 | op::ATOMIC_WRITE => rc,
-                // Only a kernel consumer registers (the request names its MR).
+                // Only a kernel consumer registers (the request names its MR), and
+                // only kernel consumers have READ with invalidate.
                 op::REG_MR => !inner.sq.is_user(),
+                op::RDMA_READ_WITH_INV => rc && !inner.sq.is_user(),
                 _ => false,
             };
             if !allowed {
@@ -296,7 +303,7 @@ fn connected(
             }
             // A READ takes one PSN per response packet; the other requests answered
             // with a response (atomics, FLUSH, ATOMIC WRITE) one.
-            let packets = if is_read_or_atomic(wqe.opcode) && wqe.opcode != op::RDMA_READ {
+            let packets = if is_read_or_atomic(wqe.opcode) && !is_read(wqe.opcode) {
                 1
             } else {
                 wqe.length.div_ceil(mtu).max(1)
@@ -336,6 +343,7 @@ fn connected(
     let first = offset == 0;
     let last = offset + payload == rec.length;
     let rc = shared.qp_type == QpType::Rc;
+    let since_ack = inner.req.since_ack;
     inner.req.since_ack += 1;
     let ack_req = rc && (last || inner.req.since_ack >= ACK_EVERY);
     if ack_req {
@@ -361,6 +369,7 @@ fn connected(
         ..Default::default()
     };
     let av = inner.attrs.av;
+    let mut fault = None;
     let built = xmit::build(
         ndev,
         &av,
@@ -368,10 +377,22 @@ fn connected(
         &bth,
         &ext,
         payload as usize,
-        |out| gather_at(dev, shared, &wqe, offset as usize, out),
+        |out| gather_at(dev, shared, &wqe, offset as usize, out, &mut fault),
     );
+    if let Some(f) = fault {
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::Requester) {
+            // The same packet is built once the pages are in.
+            inner.req.cur = Some((index, offset));
+            inner.req.since_ack = since_ack;
+            return Step::Idle;
+        }
+    }
     let out = match built {
         Ok(o) => o,
+        Err(BuildError::Payload(mr::FAULT)) => {
+            fail(dev, shared, inner, rec.wr_id, WC_LOC_PROT_ERR);
+            return Step::Again;
+        }
         Err(BuildError::Payload(status)) => {
             fail(dev, shared, inner, rec.wr_id, status);
             return Step::Again;
@@ -404,7 +425,12 @@ pub(crate) fn is_atomic(opcode: u32) -> bool {
 /// atomics (answered with data), FLUSH and ATOMIC WRITE (answered with an empty READ
 /// response). All of them take a responder resource at the peer.
 pub(crate) fn is_read_or_atomic(opcode: u32) -> bool {
-    matches!(opcode, op::RDMA_READ | op::FLUSH | op::ATOMIC_WRITE) || is_atomic(opcode)
+    matches!(opcode, op::FLUSH | op::ATOMIC_WRITE) || is_read(opcode) || is_atomic(opcode)
+}
+
+/// Whether a WQE opcode is an RDMA READ (with or without invalidation).
+pub(crate) fn is_read(opcode: u32) -> bool {
+    matches!(opcode, op::RDMA_READ | op::RDMA_READ_WITH_INV)
 }
 
 /// The one request packet of an RDMA READ, an atomic, a FLUSH or an ATOMIC WRITE.
@@ -419,7 +445,7 @@ fn read_or_atomic(
 ) -> Step {
     let mut data: Option<[u8; 8]> = None;
     let (opcode, ext) = match rec.opcode {
-        op::RDMA_READ => (
+        op::RDMA_READ | op::RDMA_READ_WITH_INV => (
             0x0c,
             Ext {
                 reth: Reth {
@@ -507,18 +533,17 @@ fn read_or_atomic(
 }
 
 /// Writes `data` into a send WQE's buffers from byte `at` on (the data of a READ
-/// response or an atomic's original value).
+/// response or an atomic's original value). Fails with [`mr::FAULT`] and the pages to
+/// map in `fault` if pages of an on-demand MR are missing.
 pub(crate) fn scatter_local(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
     wqe: &SendWqe,
-    at: usize,
-    data: &[u8],
+    (at, data): (usize, &[u8]),
+    fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
     for_each_piece(wqe.sges(), at, data.len(), |sge, off, r| {
-        mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
-            .and_then(|m| m.write(sge.addr + off, &data[r]))
-            .map_err(|_| WC_LOC_PROT_ERR)
+        mr::write_local(dev, (sge.lkey, shared.pd, sge.addr + off), &data[r], fault)
     })
 }
 
@@ -543,7 +568,7 @@ pub(crate) fn complete_head(
             status: WC_SUCCESS,
             opcode: match rec.opcode {
                 op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => wc_op::RDMA_WRITE,
-                op::RDMA_READ => wc_op::RDMA_READ,
+                op::RDMA_READ | op::RDMA_READ_WITH_INV => wc_op::RDMA_READ,
                 op::ATOMIC_CMP_AND_SWP => wc_op::COMP_SWAP,
                 op::ATOMIC_FETCH_AND_ADD => wc_op::FETCH_ADD,
                 op::LOCAL_INV => wc_op::LOCAL_INV,
@@ -562,13 +587,16 @@ pub(crate) fn complete_head(
     }
 }
 
-/// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on.
+/// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on. Fails
+/// with [`mr::FAULT`] and the pages to map in `fault` if pages of an on-demand MR are
+/// missing.
 fn gather_at(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
     wqe: &SendWqe,
     at: usize,
     out: &mut [u8],
+    fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
     if wqe.is_inline() {
         let data = wqe.inline_data();
@@ -577,9 +605,12 @@ fn gather_at(
         return Ok(());
     }
     for_each_piece(wqe.sges(), at, out.len(), |sge, off, r| {
-        mr::local(dev, sge.lkey, shared.pd, need::LOCAL_READ)
-            .and_then(|m| m.read(sge.addr + off, &mut out[r]))
-            .map_err(|_| WC_LOC_PROT_ERR)
+        mr::read_local(
+            dev,
+            (sge.lkey, shared.pd, sge.addr + off),
+            &mut out[r],
+            fault,
+        )
     })
 }
 
@@ -614,17 +645,20 @@ fn ud(
         op::SEND => false,
         op::SEND_WITH_IMM => true,
         _ => {
+            inner.sq.advance();
             fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
             return Step::Again;
         }
     };
     // A datagram is one packet: at most the path MTU.
     if wqe.length > dev.mtu_bytes() {
+        inner.sq.advance();
         fail(dev, shared, inner, wqe.wr_id, WC_LOC_LEN_ERR);
         return Step::Again;
     }
     // librxe names the address handle by number (it always gets one from the device).
     let Some(ah) = dev.ah_table.get(wqe.ah_num) else {
+        inner.sq.advance();
         fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
         return Step::Again;
     };
@@ -655,6 +689,7 @@ fn ud(
         imm: wqe.ex,
         ..Default::default()
     };
+    let mut fault = None;
     let built = xmit::build(
         ndev,
         ah.av(),
@@ -662,10 +697,21 @@ fn ud(
         &bth,
         &ext,
         wqe.length as usize,
-        |out| gather_at(dev, shared, wqe, 0, out),
+        |out| gather_at(dev, shared, wqe, 0, out, &mut fault),
     );
+    if let Some(f) = fault {
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::Requester) {
+            // The WQE stays at the head; it is sent once the pages are in.
+            return Step::Idle;
+        }
+    }
+    inner.sq.advance();
     let out = match built {
         Ok(o) => o,
+        Err(BuildError::Payload(mr::FAULT)) => {
+            fail(dev, shared, inner, wqe.wr_id, WC_LOC_PROT_ERR);
+            return Step::Again;
+        }
         Err(BuildError::Payload(status)) => {
             fail(dev, shared, inner, wqe.wr_id, status);
             return Step::Again;

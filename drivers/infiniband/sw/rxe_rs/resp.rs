@@ -31,8 +31,8 @@ use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState, QpType},
 };
-use crate::mr::{self, need};
-use crate::qp::{QpInner, QpShared, GSI_QKEY};
+use crate::mr::{self, need, AccessError, Fault};
+use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{syndrome, Aeth, Bth},
@@ -95,6 +95,9 @@ pub(crate) struct RespState {
     /// Messages completed (24 bits), reported in acknowledgements.
     pub(crate) msn: u32,
     pub(crate) msg: Option<Msg>,
+    /// A receive WQE taken for a message whose first packet could not be placed yet
+    /// (pages of an on-demand MR were missing): the next message takes it first.
+    pub(crate) held: Option<RecvWqe>,
     /// A sequence NAK was sent for the expected PSN and not answered yet.
     nak_sent: bool,
     /// The QP took a packet since it left RESET (communication is established).
@@ -116,6 +119,7 @@ impl RespState {
             psn: 0,
             msn: 0,
             msg: None,
+            held: None,
             nak_sent: false,
             established: false,
             res: KVec::with_capacity(resources, GFP_KERNEL)?,
@@ -131,6 +135,7 @@ impl RespState {
         self.psn = psn;
         self.msn = 0;
         self.msg = None;
+        self.held = None;
         self.nak_sent = false;
         self.established = false;
         self.res.clear();
@@ -210,6 +215,7 @@ pub(crate) fn next_response(
         ..Default::default()
     };
     let last = p == r.last_psn;
+    let mut fault = None;
     let built = xmit::build(
         ndev,
         &inner.attrs.av,
@@ -219,12 +225,22 @@ pub(crate) fn next_response(
         payload,
         |out| match rkey {
             Some(k) if !out.is_empty() => {
-                mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_READ)?
-                    .read(va + at, out)
+                let m = mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_READ)?;
+                m.read(va + at, out).inspect_err(|e| {
+                    if *e == AccessError::Fault {
+                        fault = Some(m.fault(va + at, out.len(), false));
+                    }
+                })
             }
             _ => Ok(()),
         },
     );
+    if let Some(f) = fault {
+        // The same response is sent once the pages are in.
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::ReadResponse) {
+            return None;
+        }
+    }
     inner.resp.sending = if last {
         None
     } else {
@@ -246,6 +262,9 @@ fn take_recv(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
 ) -> Option<Result<RecvWqe, ()>> {
+    if let Some(w) = inner.resp.held.take() {
+        return Some(Ok(w));
+    }
     match (&shared.srq, &mut inner.rq) {
         (Some(srq), _) => srq.take(wq).map(|r| r.map_err(|_| ())),
         (None, Some(rq)) => rq
@@ -256,19 +275,20 @@ fn take_recv(
 }
 
 /// Writes `parts`, one after the other, into the buffers of `wqe` from byte `at` on.
+/// Fails with [`mr::FAULT`] and the pages to map in `fault` if pages of an on-demand MR
+/// are missing.
 fn scatter(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
     wqe: &RecvWqe,
     at: u32,
     parts: &[&[u8]],
+    fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
     let mut at = at as usize;
     for part in parts {
         for_each_piece(wqe.sges(), at, part.len(), |sge, off, r| {
-            mr::local(dev, sge.lkey, shared.pd, need::LOCAL_WRITE)
-                .and_then(|m| m.write(sge.addr + off, &part[r]))
-                .map_err(|_| WC_LOC_PROT_ERR)
+            mr::write_local(dev, (sge.lkey, shared.pd, sge.addr + off), &part[r], fault)
         })?;
         at += part.len();
     }
@@ -369,6 +389,9 @@ enum Placed {
     Access,
     /// Local trouble: too long for the WQE, or its buffers cannot be written.
     Local(u32),
+    /// Pages of an on-demand MR are missing: nothing changed, and the task faults them
+    /// in; the packet is to come again.
+    Fault,
 }
 
 /// Places the payload of an in-sequence packet of a connected QP.
@@ -404,8 +427,20 @@ fn place(
             Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
             _ => return recv_error(inner, wqe, WC_LOC_LEN_ERR),
         };
-        if let Err(s) = scatter(dev, shared, &wqe, at, &[payload]) {
-            return recv_error(inner, wqe, s);
+        let mut fault = None;
+        if let Err(s) = scatter(dev, shared, &wqe, at, &[payload], &mut fault) {
+            if let Some(f) = fault {
+                if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
+                    // As it was before the packet: it comes again.
+                    if at == 0 {
+                        inner.resp.held = Some(wqe);
+                    } else {
+                        inner.resp.msg = Some(Msg::Send(wqe, at));
+                    }
+                    return Placed::Fault;
+                }
+            }
+            return recv_error(inner, wqe, if s == mr::FAULT { WC_LOC_PROT_ERR } else { s });
         }
         if !last {
             inner.resp.msg = Some(Msg::Send(wqe, end));
@@ -471,10 +506,31 @@ fn place(
         },
         _ => None,
     };
+    let mut fault = None;
     let written = rkey.is_some_and(|k| {
-        mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_WRITE)
-            .is_ok_and(|e| e.write(va, payload).is_ok())
+        mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_WRITE).is_ok_and(|e| {
+            match e.write(va, payload) {
+                Ok(()) => true,
+                Err(AccessError::Fault) => {
+                    fault = Some(e.fault(va, payload.len(), true));
+                    false
+                }
+                Err(_) => false,
+            }
+        })
     });
+    if let Some(f) = fault {
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
+            // As it was before the packet: it comes again.
+            if !first {
+                inner.resp.msg = Some(Msg::Write(rkey, va, left, total));
+            }
+            if let Some(w) = imm_wqe {
+                inner.resp.held = Some(w);
+            }
+            return Placed::Fault;
+        }
+    }
     if n != 0 && !written {
         // The WQE taken for the immediate data completes in error with the QP.
         if let Some(w) = imm_wqe {
@@ -585,7 +641,9 @@ fn rc(
             };
             (true, reply)
         }
-        Placed::NoWqe => {
+        // Missing pages are being faulted in: the requester waits as for a receive
+        // WQE (as RoCE NICs with on-demand paging do).
+        Placed::NoWqe | Placed::Fault => {
             let timer = inner.attrs.min_rnr_timer & 0x1f;
             let reply = ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer);
             (true, reply)
@@ -724,17 +782,27 @@ fn read_or_atomic(
     }
     let qpn = shared.qp_num();
     let orig = match mr::remote(dev, a.rkey, shared.pd, qpn, need::REMOTE_ATOMIC) {
-        Ok(e) => dev.atomic(&e, a.va, |old| {
-            if pkt.bth.opcode & 0x1f == 0x13 {
-                if old == a.compare {
-                    a.swap_add
+        Ok(e) => {
+            let r = dev.atomic(&e, a.va, |old| {
+                if pkt.bth.opcode & 0x1f == 0x13 {
+                    if old == a.compare {
+                        a.swap_add
+                    } else {
+                        old
+                    }
                 } else {
-                    old
+                    old.wrapping_add(a.swap_add)
                 }
-            } else {
-                old.wrapping_add(a.swap_add)
+            });
+            if r == Err(AccessError::Fault)
+                && RxeQp::fault(dev, shared, inner, e.fault(a.va, 8, true), OdpWait::Request)
+            {
+                // Not carried out: it comes again after the RNR timer.
+                let timer = inner.attrs.min_rnr_timer & 0x1f;
+                return (true, ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer));
             }
-        }),
+            r.ok()
+        }
         Err(_) => None,
     };
     let Some(orig) = orig else {
@@ -785,10 +853,26 @@ fn flush_or_atomic_write(
             responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
             return (true, reply);
         }
-        region
-            .ok()
-            .and_then(|r| dev.atomic(&r, reth.va, |_| u64::from_ne_bytes(value)))
-            .is_some()
+        let Ok(r) = region else {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+            responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+            return (true, reply);
+        };
+        let done = dev.atomic(&r, reth.va, |_| u64::from_ne_bytes(value));
+        if done == Err(AccessError::Fault)
+            && RxeQp::fault(
+                dev,
+                shared,
+                inner,
+                r.fault(reth.va, 8, true),
+                OdpWait::Request,
+            )
+        {
+            // Not carried out: it comes again after the RNR timer.
+            let timer = inner.attrs.min_rnr_timer & 0x1f;
+            return (true, ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer));
+        }
+        done.is_ok()
     } else {
         // Selectivity 1 flushes the whole MR: the range does not matter.
         let whole = pkt.feth().is_some_and(|h| h.selectivity == 1);
@@ -895,6 +979,17 @@ fn uc(
             true
         }
         Placed::Done(_) => true,
+        Placed::Fault => {
+            // UC cannot ask for the packet again: the message is dropped, and a
+            // receive WQE it had taken serves the next one.
+            if let Some(Msg::Send(w, _)) = inner.resp.msg.take() {
+                inner.resp.held = Some(w);
+            }
+            if pkt.info.flags & flag::LAST == 0 {
+                inner.resp.msg = Some(Msg::Discard);
+            }
+            false
+        }
         Placed::NoWqe | Placed::Sequence | Placed::Access => {
             // The rest of the message is dropped.
             inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
@@ -953,9 +1048,24 @@ fn datagram(
     }
     let payload = pkt.payload();
     let imm = pkt.imm();
-    let status = match scatter(dev, shared, &wqe, 0, &[&grh, payload]) {
+    let mut fault = None;
+    let status = match scatter(dev, shared, &wqe, 0, &[&grh, payload], &mut fault) {
         Ok(()) => WC_SUCCESS,
-        Err(s) => s,
+        Err(s) => {
+            if let Some(f) = fault {
+                if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
+                    // A datagram cannot come again: it is dropped, and the receive
+                    // WQE serves the next one.
+                    inner.resp.held = Some(wqe);
+                    return false;
+                }
+            }
+            if s == mr::FAULT {
+                WC_LOC_PROT_ERR
+            } else {
+                s
+            }
+        }
     };
     let mut c = Completion {
         wr_id: wqe.wr_id,

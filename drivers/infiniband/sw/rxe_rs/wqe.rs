@@ -31,6 +31,8 @@ pub(crate) mod op {
     pub(crate) const LOCAL_INV: u32 = 7;
     pub(crate) const BIND_MW: u32 = 8;
     pub(crate) const SEND_WITH_INV: u32 = 9;
+    /// Kernel consumers only: an RDMA READ that then invalidates a local key.
+    pub(crate) const RDMA_READ_WITH_INV: u32 = 11;
     pub(crate) const FLUSH: u32 = 14;
     pub(crate) const ATOMIC_WRITE: u32 = 15;
     /// Kernel consumers only: the registration of a fast-registration MR.
