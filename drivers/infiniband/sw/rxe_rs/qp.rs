@@ -827,19 +827,14 @@ impl RxeQp {
         inner.req.cur = None;
         inner.req.next = inner.sq.consumer();
         inner.rnr_wait = false;
-        if let Some(Msg::Send(wqe, _)) = inner.resp.msg.take() {
-            let c = Completion {
-                wr_id: wqe.wr_id,
-                status: WC_WR_FLUSH_ERR,
-                qp_num: shared.qp_num.get(),
-                wc_qp: shared.wc_qp,
-                ..Default::default()
-            };
-            shared.recv_cq.post(wq, &c, false);
-        }
-        // A receive WQE held for a message that could not start yet was taken before
-        // those still in the ring.
-        if let Some(wqe) = inner.resp.held.take() {
+        // The receive WQE a message was being placed into, and one held for a message
+        // that could not start yet, were taken before those still in the ring.
+        let in_progress = match inner.resp.msg.take() {
+            Some(Msg::Send(wqe, _)) => Some(wqe),
+            _ => None,
+        };
+        let held = inner.resp.held.take();
+        for wqe in [in_progress, held].into_iter().flatten() {
             let c = Completion {
                 wr_id: wqe.wr_id,
                 status: WC_WR_FLUSH_ERR,
