@@ -3,6 +3,7 @@
  * C shim of rxe_rs: see helpers.h. Nothing here keeps state or takes decisions.
  */
 #include <linux/cpumask.h>
+#include <linux/crc32.h>
 #include <linux/highmem.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -449,4 +450,10 @@ struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writab
 		return NULL;
 	*writable = pfn & HMM_PFN_WRITE;
 	return hmm_pfn_to_page(pfn);
+}
+
+/* CRC-32 (IEEE 802.3, reflected) of the kernel, accelerated where the CPU can. */
+u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len)
+{
+	return crc32_le(crc, p, len);
 }

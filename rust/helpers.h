@@ -97,6 +97,8 @@ void rxe_rs_odp_set_private(struct ib_umem_odp *odp, void *private);
 int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault);
 struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writable);
 
+u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len);
+
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);
 void rxe_rs_netdev_hold(struct net_device *ndev);

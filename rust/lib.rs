@@ -36,6 +36,7 @@
 pub(crate) mod ah;
 pub(crate) mod bindings;
 pub(crate) mod cq;
+pub(crate) mod crc;
 pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod mmap;
