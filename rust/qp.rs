@@ -455,6 +455,9 @@ pub(crate) enum QpEvent {
     /// The responder refused a remote access, and the QP is in the error state
     /// (`IB_EVENT_QP_ACCESS_ERR`).
     AccessErr,
+    /// The QP could not report a completion (its CQ overflowed) and is in the error
+    /// state: a local work queue catastrophic error (`IB_EVENT_QP_FATAL`).
+    Fatal,
 }
 
 /// The consumer's event callback of one QP, callable until the QP is destroyed.
@@ -495,6 +498,7 @@ impl QpEvents {
                 QpEvent::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
                 QpEvent::ReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
                 QpEvent::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+                QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
             };
             // SAFETY: By the `RawQp` invariant the QP is live while we hold the lock;
             // the event only lives for the call.

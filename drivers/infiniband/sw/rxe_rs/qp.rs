@@ -652,6 +652,32 @@ impl RxeQp {
         }
     }
 
+    /// Posts a completion of the QP's work to its send CQ, or its receive CQ if `recv`.
+    ///
+    /// A completion the CQ has no room for is lost (the CQ's consumer gets
+    /// `IB_EVENT_CQ_ERR`): the QP could not report its work, which is a local work
+    /// queue catastrophic error, so it enters the error state and raises
+    /// `IB_EVENT_QP_FATAL`. The flush of the error state posts directly: nothing more
+    /// is lost by it than the CQ cannot hold.
+    pub(crate) fn complete(
+        dev: &Device<RxeRs>,
+        shared: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+        recv: bool,
+        c: &Completion,
+        solicited: bool,
+    ) {
+        let cq = if recv {
+            &shared.recv_cq
+        } else {
+            &shared.send_cq
+        };
+        if !cq.post(&dev.wq, c, solicited) && inner.state != QpState::Err {
+            Self::raise(dev, shared, inner, QpEvent::Fatal);
+            Self::enter_err(dev, shared, inner);
+        }
+    }
+
     /// Queues an asynchronous event of the QP; its task raises it, never the chain
     /// that caused it. Room may be lacking (allocated atomically): the event is then
     /// lost, as an event beyond a hardware queue's room would be.

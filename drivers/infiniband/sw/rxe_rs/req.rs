@@ -583,7 +583,7 @@ pub(crate) fn complete_head(
             wc_qp: shared.wc_qp,
             ..Default::default()
         };
-        shared.send_cq.post(&dev.wq, &c, false);
+        RxeQp::complete(dev, shared, inner, false, &c, false);
     }
 }
 
@@ -629,7 +629,7 @@ pub(crate) fn fail(
         wc_qp: shared.wc_qp,
         ..Default::default()
     };
-    shared.send_cq.post(&dev.wq, &c, false);
+    RxeQp::complete(dev, shared, inner, false, &c, false);
     crate::qp::RxeQp::enter_err(dev, shared, inner);
 }
 
@@ -732,7 +732,7 @@ fn ud(
             wc_qp: shared.wc_qp,
             ..Default::default()
         };
-        shared.send_cq.post(&dev.wq, &c, false);
+        RxeQp::complete(dev, shared, inner, false, &c, false);
     }
     Step::Packet(out)
 }

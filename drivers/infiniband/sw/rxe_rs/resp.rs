@@ -631,7 +631,7 @@ fn rc(
             if let Some(c) = ended {
                 inner.resp.msn = psn::add(inner.resp.msn, 1);
                 if let Some(c) = c {
-                    shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+                    RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
                 }
             }
             let reply = if pkt.bth.ack_req {
@@ -919,7 +919,7 @@ fn responder_error(
             wc_qp: shared.wc_qp,
             ..Default::default()
         };
-        shared.recv_cq.post(&dev.wq, &c, false);
+        RxeQp::complete(dev, shared, inner, true, &c, false);
     }
     let event = match status {
         WC_REM_ACCESS_ERR => Some(QpEvent::AccessErr),
@@ -975,7 +975,7 @@ fn uc(
     }
     match place(dev, shared, inner, pkt) {
         Placed::Done(Some(Some(c))) => {
-            shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+            RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
             true
         }
         Placed::Done(_) => true,
@@ -1036,7 +1036,7 @@ fn datagram(
                 wc_qp: shared.wc_qp,
                 ..Default::default()
             };
-            shared.recv_cq.post(&dev.wq, &c, false);
+            RxeQp::complete(dev, shared, inner, true, &c, false);
             return true;
         }
     };
@@ -1085,6 +1085,6 @@ fn datagram(
         }
         c.port_num = PORT as u8;
     }
-    shared.recv_cq.post(&dev.wq, &c, pkt.bth.se);
+    RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
     true
 }
