@@ -83,7 +83,7 @@ fn data_response(
     let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
         _ => {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
             return (true, After::Nothing);
         }
     };
@@ -91,7 +91,7 @@ fn data_response(
     let (placed, last) = if !atomic && !is_read(rec.opcode) {
         // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
         if !pkt.payload().is_empty() {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
             return (true, After::Nothing);
         }
         (Ok(()), true)
@@ -114,7 +114,7 @@ fn data_response(
             data.len() == mtu as usize
         };
         if !fits {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
             return (true, After::Nothing);
         }
         (
@@ -135,7 +135,7 @@ fn data_response(
         } else {
             status
         };
-        fail(dev, shared, inner, rec.wr_id, status);
+        fail(dev, shared, inner, head, rec.wr_id, status);
         return (true, After::Nothing);
     }
     inner.progress = true;
@@ -147,7 +147,7 @@ fn data_response(
         && rec.opcode == op::RDMA_READ_WITH_INV
         && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd).is_err()
     {
-        fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
         return (true, After::Nothing);
     }
     if last {
@@ -219,8 +219,9 @@ pub(crate) fn response(
             complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
             // 7 means "retry for ever".
             if inner.rnr_left == 0 {
-                let rec = inner.req.record(inner.sq.consumer());
-                fail(dev, shared, inner, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
+                let head = inner.sq.consumer();
+                let rec = inner.req.record(head);
+                fail(dev, shared, inner, head, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
                 return (true, After::Nothing);
             }
             if inner.rnr_left != 7 {
@@ -245,8 +246,9 @@ pub(crate) fn response(
                 _ => WC_REM_OP_ERR,
             };
             complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
-            let rec = inner.req.record(inner.sq.consumer());
-            fail(dev, shared, inner, rec.wr_id, status);
+            let head = inner.sq.consumer();
+            let rec = inner.req.record(head);
+            fail(dev, shared, inner, head, rec.wr_id, status);
             (true, After::Nothing)
         }
     }

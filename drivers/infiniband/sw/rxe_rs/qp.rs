@@ -267,7 +267,7 @@ impl TaskRun for QpShared {
                 }
                 if inner.retry_left == 0 {
                     let rec = inner.req.record(head);
-                    crate::req::fail(dev, task, &mut inner, rec.wr_id, WC_RETRY_EXC_ERR);
+                    crate::req::fail(dev, task, &mut inner, head, rec.wr_id, WC_RETRY_EXC_ERR);
                     return;
                 }
                 inner.retry_left -= 1;

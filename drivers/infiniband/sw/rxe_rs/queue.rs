@@ -103,8 +103,22 @@ impl WqeRing {
     /// The `wr_id` (the first 8 bytes of both WQE formats) is all that is read of each.
     pub(crate) fn flush(&mut self, cq: &CqHandle, wq: &Workqueue, qp_num: u32, wc_qp: WcQp) {
         let producer = self.ring.producer();
+        self.flush_to(producer, cq, wq, qp_num, wc_qp);
+    }
+
+    /// Completes the posted work requests before slot `end` with a flush error, in
+    /// order; all of them if `end` is not one they reach.
+    pub(crate) fn flush_to(
+        &mut self,
+        end: u32,
+        cq: &CqHandle,
+        wq: &Workqueue,
+        qp_num: u32,
+        wc_qp: WcQp,
+    ) {
+        let producer = self.ring.producer();
         let mut lost = false;
-        while self.consumer != producer {
+        while self.consumer != producer && self.consumer != end {
             let mut id = [0u8; 8];
             self.ring.read_slot(self.consumer, &mut id);
             let c = Completion {

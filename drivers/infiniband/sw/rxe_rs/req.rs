@@ -143,12 +143,11 @@ pub(crate) fn step(
         Ok(w) => w,
         Err(_) => {
             let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-            inner.sq.advance();
-            fail(dev, shared, inner, wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, head, wr_id, WC_LOC_LEN_ERR);
             return Step::Again;
         }
     };
-    ud(dev, ndev, shared, inner, &wqe)
+    ud(dev, ndev, shared, inner, head, &wqe)
 }
 
 /// The opcode of a connected QP's packet: `base` for the transport, the WQE's opcode
@@ -233,7 +232,7 @@ fn connected(
                 Ok(w) => w,
                 Err(_) => {
                     let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-                    fail(dev, shared, inner, wr_id, WC_LOC_LEN_ERR);
+                    fail(dev, shared, inner, index, wr_id, WC_LOC_LEN_ERR);
                     return Step::Again;
                 }
             };
@@ -254,7 +253,7 @@ fn connected(
                 _ => false,
             };
             if !allowed {
-                fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+                fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_QP_OP_ERR);
                 return Step::Again;
             }
             if is_local(wqe.opcode) {
@@ -263,7 +262,7 @@ fn connected(
                     return Step::Idle;
                 }
                 if let Err(status) = local_op(dev, shared, &wqe) {
-                    fail(dev, shared, inner, wqe.wr_id, status);
+                    fail(dev, shared, inner, index, wqe.wr_id, status);
                     return Step::Again;
                 }
                 // It takes no PSN, and completes with the WQE before it (at once if
@@ -288,7 +287,7 @@ fn connected(
             }
             let atomic = is_atomic(wqe.opcode);
             if atomic && wqe.length < 8 {
-                fail(dev, shared, inner, wqe.wr_id, WC_LOC_LEN_ERR);
+                fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_LEN_ERR);
                 return Step::Again;
             }
             if is_read_or_atomic(wqe.opcode) {
@@ -332,7 +331,7 @@ fn connected(
     let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => w,
         _ => {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
             return Step::Again;
         }
     };
@@ -390,15 +389,15 @@ fn connected(
     let out = match built {
         Ok(o) => o,
         Err(BuildError::Payload(mr::FAULT)) => {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_PROT_ERR);
+            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_PROT_ERR);
             return Step::Again;
         }
         Err(BuildError::Payload(status)) => {
-            fail(dev, shared, inner, rec.wr_id, status);
+            fail(dev, shared, inner, index, rec.wr_id, status);
             return Step::Again;
         }
         Err(_) => {
-            fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
             return Step::Again;
         }
     };
@@ -522,7 +521,7 @@ fn read_or_atomic(
         Ok::<(), u32>(())
     });
     let Ok(out) = built else {
-        fail(dev, shared, inner, rec.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
         return Step::Again;
     };
     // The responses use the PSNs up to the last.
@@ -614,14 +613,29 @@ fn gather_at(
     })
 }
 
-/// Ends a WQE in error: its completion, then the error state, which flushes the rest.
+/// Ends the WQE in send queue slot `index` (whose `wr_id` is given) in error, and the
+/// QP with it. The send queue completes in order and each WQE once: the WQEs before it
+/// (sent and not acknowledged yet) complete first, with a flush error since the QP is
+/// entering the error state, then it with `status`, then the error state flushes the
+/// rest.
 pub(crate) fn fail(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
+    index: u32,
     wr_id: u64,
     status: u32,
 ) {
+    inner.sq.flush_to(
+        index,
+        &shared.send_cq,
+        &dev.wq,
+        shared.qp_num(),
+        shared.wc_qp,
+    );
+    if inner.sq.consumer() == index && index != inner.sq.producer() {
+        inner.sq.advance();
+    }
     let c = Completion {
         wr_id,
         status,
@@ -639,27 +653,25 @@ fn ud(
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
+    head: u32,
     wqe: &SendWqe,
 ) -> Step {
     let imm = match wqe.opcode {
         op::SEND => false,
         op::SEND_WITH_IMM => true,
         _ => {
-            inner.sq.advance();
-            fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
             return Step::Again;
         }
     };
     // A datagram is one packet: at most the path MTU.
     if wqe.length > dev.mtu_bytes() {
-        inner.sq.advance();
-        fail(dev, shared, inner, wqe.wr_id, WC_LOC_LEN_ERR);
+        fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_LEN_ERR);
         return Step::Again;
     }
     // librxe names the address handle by number (it always gets one from the device).
     let Some(ah) = dev.ah_table.get(wqe.ah_num) else {
-        inner.sq.advance();
-        fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
         return Step::Again;
     };
     let qp_num = shared.qp_num();
@@ -705,22 +717,22 @@ fn ud(
             return Step::Idle;
         }
     }
-    inner.sq.advance();
     let out = match built {
         Ok(o) => o,
         Err(BuildError::Payload(mr::FAULT)) => {
-            fail(dev, shared, inner, wqe.wr_id, WC_LOC_PROT_ERR);
+            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_PROT_ERR);
             return Step::Again;
         }
         Err(BuildError::Payload(status)) => {
-            fail(dev, shared, inner, wqe.wr_id, status);
+            fail(dev, shared, inner, head, wqe.wr_id, status);
             return Step::Again;
         }
         Err(_) => {
-            fail(dev, shared, inner, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
             return Step::Again;
         }
     };
+    inner.sq.advance();
     inner.req_psn = psn::add(inner.req_psn, 1);
     if shared.sq_sig_all || wqe.flags & send_flag::SIGNALED != 0 {
         let c = Completion {
