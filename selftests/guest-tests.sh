@@ -4,13 +4,14 @@
 #
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
-# Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic and
-# bin/verbs_objects. After each test,
+# Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
+# bin/verbs_objects and bin/destroy_traffic. After each test,
 # `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
 VO=$HOST/bin/verbs_objects
+DT=$HOST/bin/destroy_traffic
 DEV=tdev0
 n=0
 
@@ -100,6 +101,22 @@ t_qp_bad_modify() { vo qp_bad_modify; }
 t_qp_query() { vo qp_query; }
 t_qp_err_flush() { vo qp_err_flush; }
 t_qp_destroy_states() { vo qp_destroy_states; }
+t_qp_retry_once() { vo qp_retry_exceeded_once; }
+t_qp_fatal() { vo qp_fatal_cq_overrun; }
+# The destroys again with a peer process streaming SEND, WRITE and READ at the QP being
+# destroyed (destroy_traffic.c says what each round checks): in RTS, ERR, SQD and RTR in
+# turn, and on an SRQ destroyed after it (RTS and ERR). DESTROY_TRAFFIC_ROUNDS rounds
+# each (the debug kernel's run sets fewer). The device's counters follow, for the log.
+export DESTROY_TRAFFIC_ROUNDS=${DESTROY_TRAFFIC_ROUNDS:-20}
+dt() {
+	local drc
+	with_dev || return 1
+	"$DT" "$DEV" "$1"; drc=$?
+	rdma statistic show link "$DEV/1"
+	return $drc
+}
+t_destroy_traffic() { dt qp; }
+t_destroy_traffic_srq() { dt srq; }
 t_busy() { vo busy; }
 t_cq_destroy_unpolled() { vo cq_destroy_unpolled; }
 t_qp_event_ack() { vo qp_event_ack; }
@@ -148,6 +165,16 @@ t_kernel_verbs() {
 	with_dev || return 1
 	dmesg -C
 	insmod "$HOST/kverbs_test.ko" dev="$DEV"; rc=$?
+	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
+	[ $rc = 0 ] || return 1
+	rmmod kverbs_test
+}
+# The same module with traffic=1: two RC QPs of the device connected to each other, REG_MR
+# and an RDMA READ with invalidate, after which the invalidated key must open nothing.
+t_kernel_read_inv() {
+	with_dev || return 1
+	dmesg -C
+	insmod "$HOST/kverbs_test.ko" dev="$DEV" traffic=1; rc=$?
 	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
 	[ $rc = 0 ] || return 1
 	rmmod kverbs_test
@@ -707,6 +734,9 @@ run qp_modify_refused_changes_nothing t_qp_bad_modify
 run qp_query_reports_attributes t_qp_query
 run qp_err_flushes_receives t_qp_err_flush
 run qp_destroy_in_every_state t_qp_destroy_states
+run qp_destroy_under_traffic t_destroy_traffic
+run qp_retry_exceeded_completes_once t_qp_retry_once
+run qp_fatal_cq_overrun t_qp_fatal
 run core_ebusy_cq_and_pd_in_use t_busy
 run cq_destroy_with_unpolled t_cq_destroy_unpolled
 run qp_destroy_waits_event_ack t_qp_event_ack
@@ -716,6 +746,7 @@ run srq_limit_resize_query t_srq_modify
 run srq_bad_size_or_limit t_srq_bad
 run core_ebusy_srq_in_use t_srq_busy
 run srq_qp_err_last_wqe_reached t_srq_last_wqe
+run srq_qp_destroy_under_traffic t_destroy_traffic_srq
 run srq_limit_event_ud_data t_srq_limit_event
 run ah_create_destroy_pd_busy t_ah
 run mr_reg_dereg_keys_pd_busy t_mr
@@ -728,6 +759,7 @@ run hostile_ring_contents t_hostile_rings
 run hostile_wqe_classes t_hostile_wqes
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
+run kernel_read_with_invalidate t_kernel_read_inv
 run rc_pingpong_ipv4 t_rc_pingpong_v4
 run rc_pingpong_ipv6 t_rc_pingpong_v6
 run uc_pingpong_ipv4 t_uc_pingpong_v4

@@ -41,6 +41,30 @@ struct check {
 	int (*alone)(void);
 };
 
+/*
+ * The index of the first RoCE v2 GID of port 1 whose first `n` bytes are `want` (its
+ * value in `gid`), or -1.
+ */
+static inline int roce_v2_gid_like(struct ibv_context *ctx, const uint8_t *want, size_t n,
+				   union ibv_gid *gid)
+{
+	struct ibv_port_attr pa;
+
+	if (ibv_query_port(ctx, 1, &pa))
+		return -1;
+	for (int i = 0; i < pa.gid_tbl_len; i++) {
+		struct ibv_gid_entry e;
+
+		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
+			continue;
+		if (!memcmp(e.gid.raw, want, n) && e.gid_type == IBV_GID_TYPE_ROCE_V2) {
+			*gid = e.gid;
+			return i;
+		}
+	}
+	return -1;
+}
+
 static int run_check(int argc, char **argv, const struct check *checks)
 {
 	struct ibv_context *ctx;

@@ -328,21 +328,8 @@ static int check_hold_until_fatal(struct ibv_context *ctx)
 static int roce_v2_gid_index(struct ibv_context *ctx, union ibv_gid *gid)
 {
 	static const uint8_t want[16] = { [10] = 0xff, [11] = 0xff, 10, 0, 2, 15 };
-	struct ibv_port_attr pa;
 
-	if (ibv_query_port(ctx, 1, &pa))
-		return -1;
-	for (int i = 0; i < pa.gid_tbl_len; i++) {
-		struct ibv_gid_entry e;
-
-		if (ibv_query_gid_ex(ctx, 1, i, &e, 0))
-			continue;
-		if (!memcmp(e.gid.raw, want, 16) && e.gid_type == IBV_GID_TYPE_ROCE_V2) {
-			*gid = e.gid;
-			return i;
-		}
-	}
-	return -1;
+	return roce_v2_gid_like(ctx, want, sizeof(want), gid);
 }
 
 struct qp_env {
@@ -1235,6 +1222,164 @@ static int check_srq_limit_event(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/*
+ * A UD QP whose receive CQ holds one completion takes three datagrams: the second
+ * completion finds the CQ full. The CQ's consumer gets IBV_EVENT_CQ_ERR and the QP,
+ * which could not report its work (a local work queue catastrophic error), enters the
+ * error state with IBV_EVENT_QP_FATAL.
+ */
+static int check_qp_fatal_cq_overrun(struct ibv_context *ctx)
+{
+	enum { LEN = 64 };
+	static char rbuf[4][40 + LEN], sbuf[LEN];
+	struct qp_env e;
+	struct ibv_cq *small;
+	struct ibv_qp *tx, *rx;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_ah *ah;
+	struct ibv_async_event ev;
+	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
+	struct ibv_wc wc[4];
+	int cq_err = 0, fatal = 0;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	rmr = ibv_reg_mr(e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	smr = ibv_reg_mr(e.pd, sbuf, sizeof(sbuf), 0);
+	small = ibv_create_cq(ctx, 1, NULL, NULL, 0);
+	if (!rmr || !smr || !small)
+		FAIL("setup: %s", strerror(errno));
+	struct ibv_qp_init_attr ta = { .send_cq = e.scq, .recv_cq = e.scq, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 4, .max_recv_wr = 1,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_qp_init_attr ra = { .send_cq = e.scq, .recv_cq = small, .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 4,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+	if (!(tx = ibv_create_qp(e.pd, &ta)) || !(rx = ibv_create_qp(e.pd, &ra)))
+		FAIL("create QPs: %s", strerror(errno));
+	if (walk_to(&e, tx, IBV_QPS_RTS) || walk_to(&e, rx, IBV_QPS_RTS))
+		return 1;
+	for (int i = 0; i < 4; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)rbuf[i], .length = sizeof(rbuf[i]),
+				       .lkey = rmr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		if (ibv_post_recv(rx, &wr, &bad))
+			FAIL("ibv_post_recv: %s", strerror(errno));
+	}
+	fprintf(stderr, "receive CQ holds %d\n", small->cqe);
+	if (!(ah = make_ah(&e, e.gid_index)))
+		FAIL("ibv_create_ah: %s", strerror(errno));
+	for (int i = 0; i < small->cqe + 2; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)sbuf, .length = LEN, .lkey = smr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+					  .wr = { .ud = { .ah = ah, .remote_qpn = rx->qp_num,
+							  .remote_qkey = 0x11111111 } } }, *bad;
+
+		if (ibv_post_send(tx, &wr, &bad))
+			FAIL("ibv_post_send %d: %s", i, strerror(errno));
+		if (drain_cq(e.scq, wc, 1, 3000) != 1 || wc[0].status != IBV_WC_SUCCESS)
+			FAIL("send %d did not complete", i);
+	}
+	/* Both events, in either order, within a few seconds. */
+	for (int tries = 0; (!cq_err || !fatal) && tries < 2; tries++) {
+		if (poll(&p, 1, 3000) != 1)
+			break;
+		if (ibv_get_async_event(ctx, &ev))
+			FAIL("ibv_get_async_event: %s", strerror(errno));
+		if (ev.event_type == IBV_EVENT_CQ_ERR && ev.element.cq == small)
+			cq_err++;
+		else if (ev.event_type == IBV_EVENT_QP_FATAL && ev.element.qp == rx)
+			fatal++;
+		else
+			FAIL("unexpected event %d", ev.event_type);
+		ibv_ack_async_event(&ev);
+	}
+	fprintf(stderr, "CQ_ERR %d, QP_FATAL %d, QP state %d\n", cq_err, fatal, qp_state(rx));
+	if (!cq_err || !fatal)
+		FAIL("want IBV_EVENT_CQ_ERR on the CQ and IBV_EVENT_QP_FATAL on the QP");
+	if (qp_state(rx) != IBV_QPS_ERR)
+		FAIL("the QP is in state %d, not ERR", qp_state(rx));
+	/* The completion that fitted is the oldest one. */
+	if (ibv_poll_cq(small, 4, wc) < 1 || wc[0].wr_id != 0 || wc[0].status != IBV_WC_SUCCESS)
+		FAIL("the first receive did not complete");
+	if (ibv_destroy_qp(tx) || ibv_destroy_qp(rx) || ibv_destroy_ah(ah) ||
+	    ibv_destroy_cq(small) || ibv_dereg_mr(rmr) || ibv_dereg_mr(smr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * An RC QP whose peer does not exist runs out of retries: each of its WQEs completes
+ * exactly once and in order, the oldest with RETRY_EXC_ERR, the others with
+ * WR_FLUSH_ERR, and nothing more arrives.
+ */
+static int check_qp_retry_exceeded_once(struct ibv_context *ctx)
+{
+	enum { N = 3, LEN = 64 };
+	static char buf[LEN];
+	struct qp_env e;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_wc wc[8];
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	int got = 0;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	if (!(mr = ibv_reg_mr(e.pd, buf, sizeof(buf), 0)) || !(qp = make_qp(&e, IBV_QPT_RC, 8, 1)) ||
+	    walk_to(&e, qp, IBV_QPS_INIT))
+		FAIL("setup: %s", strerror(errno));
+	/* A peer QP number no QP has: nothing ever answers. */
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = (qp->qp_num + 0x7000) & 0xffffff;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = e.gid;
+	a.ah_attr.grh.sgid_index = e.gid_index;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				      IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		FAIL("RTR: %s", strerror(errno));
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .timeout = 8, .retry_cnt = 1,
+				  .rnr_retry = 1, .max_rd_atomic = 1 };
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				      IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("RTS: %s", strerror(errno));
+	for (int i = 0; i < N; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = LEN, .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 10 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		if (ibv_post_send(qp, &wr, &bad))
+			FAIL("ibv_post_send: %s", strerror(errno));
+	}
+	got = drain_cq(e.scq, wc, 8, 5000);
+	/* Anything completing twice would come by now. */
+	usleep(300000);
+	if (got >= 0 && got < 8)
+		got += ibv_poll_cq(e.scq, 8 - got, wc + got);
+	for (int i = 0; i < got; i++)
+		fprintf(stderr, "completion %d: wr_id %llu status %s\n", i,
+			(unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status));
+	if (got != N)
+		FAIL("%d completions, want %d (one for each WQE)", got, N);
+	if (wc[0].wr_id != 10 || wc[0].status != IBV_WC_RETRY_EXC_ERR)
+		FAIL("the oldest WQE did not end with RETRY_EXC_ERR");
+	for (int i = 1; i < N; i++)
+		if (wc[i].wr_id != 10u + i || wc[i].status != IBV_WC_WR_FLUSH_ERR)
+			FAIL("completion %d is not WQE %d flushed", i, 10 + i);
+	if (qp_state(qp) != IBV_QPS_ERR)
+		FAIL("the QP is not in the error state");
+	if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /* ---- Address handles, memory regions and windows, multicast ---- */
 
 static struct ibv_ah *make_ah(struct qp_env *e, int sgid_index)
@@ -1749,6 +1894,8 @@ static const struct check checks[] = {
 	{ "srq_busy", check_srq_busy },
 	{ "srq_last_wqe", check_srq_last_wqe },
 	{ "srq_limit_event", check_srq_limit_event },
+	{ "qp_fatal_cq_overrun", check_qp_fatal_cq_overrun },
+	{ "qp_retry_exceeded_once", check_qp_retry_exceeded_once },
 	{ "ah", check_ah },
 	{ "mr", check_mr },
 	{ "mw", check_mw },

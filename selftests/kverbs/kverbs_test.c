@@ -6,18 +6,26 @@
  * loading fails with EIO if any check failed and with ENODEV if the device was not
  * found. A module that loaded holds nothing and is removed with rmmod.
  *
- * Only what needs no peer is checked: work posted before RTS, the flush of the error
- * state (in order, naming the QP), posts in the error state, ib_drain_qp(), SRQs, the
- * CQ overflow event, destroys with work outstanding, fast-registration MRs.
+ * Without `traffic`, only what needs no peer is checked: work posted before RTS, the
+ * flush of the error state (in order, naming the QP), posts in the error state,
+ * ib_drain_qp(), SRQs, the CQ overflow event, destroys with work outstanding,
+ * fast-registration MRs. With `traffic=1`, two RC QPs of the device are connected to
+ * each other instead and move data: REG_MR, then an RDMA READ with invalidate, after
+ * which the key it invalidated must open nothing.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
 #include <linux/scatterlist.h>
+#include <net/ipv6.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_verbs.h>
 
 static char *devname = "tdev0";
 module_param_named(dev, devname, charp, 0444);
 MODULE_PARM_DESC(dev, "name of the RDMA device to check");
+static bool traffic;
+module_param(traffic, bool, 0444);
+MODULE_PARM_DESC(traffic, "run the checks that move data between two QPs instead");
 
 static int found, failed;
 /* The checks run one at a time: their larger arrays live here, not on the stack. */
@@ -370,6 +378,187 @@ out_unmap:
 	__free_pages(pages, 2);
 }
 
+/* The index of a RoCE v2 GID of port 1 with an IPv4 address, or -1. */
+static int roce_v2_gid(struct ib_device *dev)
+{
+	for (int i = 0; i < dev->port_data[1].immutable.gid_tbl_len; i++) {
+		const struct ib_gid_attr *a = rdma_get_gid_attr(dev, 1, i);
+		bool v4;
+
+		if (IS_ERR(a))
+			continue;
+		v4 = a->gid_type == IB_GID_TYPE_ROCE_UDP_ENCAP &&
+		     ipv6_addr_v4mapped((struct in6_addr *)a->gid.raw);
+		rdma_put_gid_attr(a);
+		if (v4)
+			return i;
+	}
+	return -1;
+}
+
+/* Moves `qp` to RTS, connected to `dest` through the GID at `gid_index`. */
+static int connect_rc(struct ib_qp *qp, struct ib_qp *dest, int gid_index)
+{
+	struct ib_qp_attr a = {
+		.qp_state = IB_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = IB_ACCESS_REMOTE_READ | IB_ACCESS_REMOTE_WRITE,
+	};
+	union ib_gid gid;
+	int err;
+
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_PKEY_INDEX | IB_QP_PORT |
+					IB_QP_ACCESS_FLAGS);
+	if (err)
+		return err;
+	err = rdma_query_gid(qp->device, 1, gid_index, &gid);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTR;
+	a.path_mtu = IB_MTU_1024;
+	a.dest_qp_num = dest->qp_num;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.type = RDMA_AH_ATTR_TYPE_ROCE;
+	rdma_ah_set_port_num(&a.ah_attr, 1);
+	rdma_ah_set_grh(&a.ah_attr, &gid, 0, gid_index, 1, 0);
+	err = ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_AV | IB_QP_PATH_MTU | IB_QP_DEST_QPN |
+					IB_QP_RQ_PSN | IB_QP_MAX_DEST_RD_ATOMIC |
+					IB_QP_MIN_RNR_TIMER);
+	if (err)
+		return err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IB_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 100;
+	a.max_rd_atomic = 1;
+	return ib_modify_qp(qp, &a, IB_QP_STATE | IB_QP_TIMEOUT | IB_QP_RETRY_CNT |
+					IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
+}
+
+/* Registers `mr` over the mapped `sg` with `access`, through `qp`; the completion. */
+static int reg_mr(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *mr,
+		  struct scatterlist *sg, int access)
+{
+	const struct ib_send_wr *bad;
+	struct ib_reg_wr r = {
+		.wr = { .opcode = IB_WR_REG_MR, .wr_id = 1 },
+		.mr = mr,
+		.key = mr->rkey,
+		.access = access,
+	};
+
+	if (ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE) != 1)
+		return -EINVAL;
+	if (ib_post_send(qp, &r.wr, &bad) || poll_n(cq, wc, 1) != 1)
+		return -EIO;
+	return wc[0].status == IB_WC_SUCCESS ? 0 : -EIO;
+}
+
+/* An RDMA READ of `len` bytes from `src` into `dst`, invalidating `inv` if not 0. */
+static int read_into(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *dst,
+		     struct ib_mr *src, u32 len, u32 inv)
+{
+	const struct ib_send_wr *bad;
+	struct ib_sge sge = { .addr = dst->iova, .length = len, .lkey = dst->lkey };
+	struct ib_rdma_wr r = {
+		.wr = { .opcode = inv ? IB_WR_RDMA_READ_WITH_INV : IB_WR_RDMA_READ,
+			.wr_id = 2, .sg_list = &sge, .num_sge = 1,
+			.ex.invalidate_rkey = inv },
+		.remote_addr = src->iova,
+		.rkey = src->rkey,
+	};
+
+	if (ib_post_send(qp, &r.wr, &bad) || poll_n(cq, wc, 1) != 1)
+		return -1;
+	return wc[0].status;
+}
+
+/* RDMA READ with invalidate between two connected QPs of the device. */
+static void check_read_inv(struct ib_pd *pd)
+{
+	struct ib_device *dev = pd->device;
+	struct ib_cq_init_attr ca = { .cqe = 64 };
+	struct events ev = {};
+	struct scatterlist sg_src, sg_dst;
+	struct ib_mr *src = NULL, *dst = NULL;
+	struct ib_qp *qa = NULL, *qb = NULL;
+	struct page *page_src, *page_dst;
+	int gid_index, status;
+	struct ib_cq *cq;
+	u8 *s, *d;
+
+	gid_index = roce_v2_gid(dev);
+	page_src = alloc_page(GFP_KERNEL);
+	page_dst = alloc_page(GFP_KERNEL);
+	if (gid_index < 0 || !page_src || !page_dst) {
+		CHECK(0, "read_inv_setup", "no RoCE v2 IPv4 GID (%d) or no pages", gid_index);
+		goto out_pages;
+	}
+	cq = ib_create_cq(dev, comp_handler, cq_event, &ev, &ca);
+	if (IS_ERR(cq)) {
+		CHECK(0, "read_inv_setup", "ib_create_cq: %ld", PTR_ERR(cq));
+		goto out_pages;
+	}
+	s = page_address(page_src);
+	d = page_address(page_dst);
+	for (int i = 0; i < PAGE_SIZE; i++) {
+		s[i] = i * 7 + 3;
+		d[i] = 0;
+	}
+	sg_init_one(&sg_src, s, PAGE_SIZE);
+	sg_init_one(&sg_dst, d, PAGE_SIZE);
+	if (ib_dma_map_sg(dev, &sg_src, 1, DMA_BIDIRECTIONAL) != 1 ||
+	    ib_dma_map_sg(dev, &sg_dst, 1, DMA_BIDIRECTIONAL) != 1) {
+		CHECK(0, "read_inv_setup", "ib_dma_map_sg");
+		goto out_cq;
+	}
+	qa = make_qp(pd, cq, cq, NULL);
+	qb = make_qp(pd, cq, cq, NULL);
+	src = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	dst = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	if (IS_ERR(qa) || IS_ERR(qb) || IS_ERR(src) || IS_ERR(dst)) {
+		CHECK(0, "read_inv_setup", "QPs or MRs");
+		goto out;
+	}
+	CHECK(connect_rc(qa, qb, gid_index) == 0 && connect_rc(qb, qa, gid_index) == 0,
+	      "rc_connect_to_self", "modify_qp failed");
+	CHECK(reg_mr(qb, cq, src, &sg_src, IB_ACCESS_REMOTE_READ) == 0 &&
+		      reg_mr(qa, cq, dst, &sg_dst, IB_ACCESS_LOCAL_WRITE) == 0,
+	      "reg_mr_work_requests", "status %d", wc[0].status);
+	status = read_into(qa, cq, dst, src, PAGE_SIZE, dst->lkey);
+	CHECK(status == IB_WC_SUCCESS && wc[0].opcode == IB_WC_RDMA_READ &&
+		      wc[0].byte_len == PAGE_SIZE && !memcmp(s, d, PAGE_SIZE),
+	      "read_with_invalidate_places_data", "status %d opcode %d len %u", status,
+	      wc[0].opcode, wc[0].byte_len);
+	/* The key it invalidated opens nothing: a READ into it fails locally. */
+	status = read_into(qa, cq, dst, src, 64, 0);
+	CHECK(status == IB_WC_LOC_PROT_ERR, "read_with_invalidate_kills_the_key",
+	      "a READ through the invalidated key ended with status %d", status);
+out:
+	if (!IS_ERR_OR_NULL(qa))
+		ib_destroy_qp(qa);
+	if (!IS_ERR_OR_NULL(qb))
+		ib_destroy_qp(qb);
+	if (!IS_ERR_OR_NULL(src))
+		ib_dereg_mr(src);
+	if (!IS_ERR_OR_NULL(dst))
+		ib_dereg_mr(dst);
+	ib_dma_unmap_sg(dev, &sg_src, 1, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_sg(dev, &sg_dst, 1, DMA_BIDIRECTIONAL);
+out_cq:
+	ib_destroy_cq(cq);
+out_pages:
+	if (page_src)
+		__free_page(page_src);
+	if (page_dst)
+		__free_page(page_dst);
+}
+
 static int kverbs_add(struct ib_device *dev)
 {
 	struct ib_pd *pd;
@@ -382,11 +571,15 @@ static int kverbs_add(struct ib_device *dev)
 		CHECK(0, "alloc_pd", "ib_alloc_pd: %ld", PTR_ERR(pd));
 		return -EOPNOTSUPP;
 	}
-	check_flush(pd);
-	check_overflow(pd);
-	check_drain(pd);
-	check_srq(pd);
-	check_frmr(pd);
+	if (traffic) {
+		check_read_inv(pd);
+	} else {
+		check_flush(pd);
+		check_overflow(pd);
+		check_drain(pd);
+		check_srq(pd);
+		check_frmr(pd);
+	}
 	ib_dealloc_pd(pd);
 	/* Not a client of the device from here on. */
 	return -EOPNOTSUPP;
