@@ -457,3 +457,10 @@ u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len)
 {
 	return crc32_le(crc, p, len);
 }
+
+/* Queues a delayed work item, or changes the delay of one already queued. */
+bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			     unsigned long delay)
+{
+	return mod_delayed_work(wq, dwork, delay);
+}

@@ -98,6 +98,9 @@ int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write
 struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writable);
 
 u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len);
+struct delayed_work;
+bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
+			     unsigned long delay);
 
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);

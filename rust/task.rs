@@ -162,6 +162,26 @@ impl Workqueue {
         // An `Err` gives back the reference of a timer that is already set.
         let _ = self.queue().enqueue_delayed::<_, 1>(task.clone(), delay);
     }
+
+    /// Runs the timer of `task` in `ms` milliseconds, also if it is set to another time
+    /// already (`mod_delayed_work()`).
+    pub(crate) fn set_timer<T: TaskRun>(&self, task: &Arc<Task<T>>, ms: u32) {
+        let delay = kernel::time::msecs_to_jiffies(ms);
+        // A queued timer holds a leaked reference to its task, as `enqueue_delayed` takes
+        // it; this one is for the timer if it was not queued.
+        let ptr = Arc::into_raw(task.clone());
+        // SAFETY: `ptr` points to a live task whose `timer` `Task::new` initialised; the
+        // work item is the first field of its `delayed_work`.
+        let dwork = unsafe { DelayedWork::raw_as_work(core::ptr::addr_of!((*ptr).timer)) };
+        // SAFETY: The workqueue is live (type invariant) and `dwork` a valid, initialised
+        // delayed work item of a task that runs `TaskRun::timer` on it.
+        let was_queued =
+            unsafe { bindings::rxe_rs_mod_delayed_work(self.raw.as_ptr(), dwork.cast(), delay) };
+        if was_queued {
+            // SAFETY: The queued timer holds a reference already: give ours back.
+            drop(unsafe { Arc::from_raw(ptr) });
+        }
+    }
 }
 
 impl Drop for Workqueue {

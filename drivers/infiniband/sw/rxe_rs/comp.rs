@@ -230,8 +230,10 @@ pub(crate) fn response(
             go_back(inner);
             // Send again once the responder had the time it asked for.
             inner.rnr_wait = true;
+            // The RNR wait replaces the acknowledgement timeout the timer may be set
+            // to (the requester sets that again when it sends).
             let ms = crate::qp::rnr_ms(aeth.syndrome);
-            dev.wq.run_after(shared, ms);
+            dev.wq.set_timer(shared, ms);
             (true, After::Nothing)
         }
         _ => {

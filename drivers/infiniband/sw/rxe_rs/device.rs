@@ -11,8 +11,8 @@ use crate::ib::{
     ah::Ah,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState, Sge,
+        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, DeviceRef, Driver,
+        LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
@@ -22,7 +22,7 @@ use crate::ib::{
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
-    task::Workqueue,
+    task::{Task, TaskRun, Workqueue},
     ucontext::Ucontext,
     udata::Udata,
     udp::Tunnels,
@@ -70,6 +70,28 @@ pub(crate) struct LoopQueue {
     busy: bool,
 }
 
+/// How many packets a caller of [`RxeDev::loopback`] receives from the loopback queue
+/// before it hands the rest to the device's workqueue.
+const LOOP_BUDGET: usize = 64;
+
+/// The device's task that goes on receiving its loopback queue when a caller's budget
+/// ran out. It holds a reference to the device from the handover until it runs, so the
+/// device is not unregistered under it, and none at other times.
+#[pin_data]
+pub(crate) struct LoopDrain {
+    #[pin]
+    dev: SpinLockIrq<Option<DeviceRef<RxeRs>>>,
+}
+
+impl TaskRun for LoopDrain {
+    fn run(task: &Arc<Task<Self>>) {
+        let dev = task.dev.lock().take();
+        if let Some(dev) = dev {
+            RxeDev::drain(&dev);
+        }
+    }
+}
+
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RxeDev {
@@ -102,6 +124,7 @@ pub(crate) struct RxeDev {
     pub(crate) counters: Counters,
     #[pin]
     lo: SpinLockIrq<LoopQueue>,
+    lo_drain: Arc<Task<LoopDrain>>,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -136,6 +159,9 @@ impl RxeDev {
                 list <- SkbList::new(),
                 busy: false,
             })),
+            lo_drain: Task::new(try_pin_init!(LoopDrain {
+                dev <- new_spinlock_irq!(None),
+            }))?,
             atomic_lock <- new_spinlock_irq!(()),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
@@ -144,10 +170,9 @@ impl RxeDev {
     /// Receives a packet the device sent to itself.
     ///
     /// Receiving it may make more packets to the device (an acknowledgement, the next
-    /// packet of a message); they are queued and received by the same call, in order,
-    /// rather than by recursion. Whoever finds the queue idle receives until it is
-    /// empty; everyone else only queues. Packets are received in an RCU read-side
-    /// section, as packets from the network are.
+    /// packet of a message); they are queued and received in order rather than by
+    /// recursion. Whoever finds the queue idle becomes its one receiver; everyone else
+    /// only queues.
     pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) {
         {
             let mut q = dev.lo.lock();
@@ -158,20 +183,42 @@ impl RxeDev {
             }
             *q.busy = true;
         }
-        let _rcu = kernel::sync::rcu::read_lock();
+        Self::drain(dev);
+    }
+
+    /// The loopback queue's receiver: receives [`LOOP_BUDGET`] packets at a time, each
+    /// batch in an RCU read-side section as packets from the network are, until the
+    /// queue is empty. After a batch with packets left it hands the queue to the
+    /// device's [`LoopDrain`] task, so that no caller (a process's doorbell, say) keeps
+    /// receiving other QPs' traffic for long; only while the device is being
+    /// unregistered (no reference can be taken) does it go on itself.
+    fn drain(dev: &Device<RxeRs>) {
         loop {
-            let next = {
-                let mut q = dev.lo.lock();
-                let q = q.as_mut().project();
-                let next = q.list.pop();
-                if next.is_none() {
-                    *q.busy = false;
+            {
+                let _rcu = kernel::sync::rcu::read_lock();
+                for _ in 0..LOOP_BUDGET {
+                    let next = {
+                        let mut q = dev.lo.lock();
+                        let q = q.as_mut().project();
+                        let next = q.list.pop();
+                        if next.is_none() {
+                            *q.busy = false;
+                        }
+                        next
+                    };
+                    match next {
+                        Some(skb) => crate::recv::deliver(dev, skb),
+                        None => return,
+                    }
                 }
-                next
-            };
-            match next {
-                Some(skb) => crate::recv::deliver(dev, skb),
-                None => break,
+            }
+            if let Some(r) = dev.get_ref() {
+                // The task is the receiver from here on; it takes the reference when
+                // it runs, so the slot is empty whenever a receiver is active.
+                let old = dev.lo_drain.dev.lock().replace(r);
+                drop(old);
+                dev.wq.run(&dev.lo_drain);
+                return;
             }
         }
     }
