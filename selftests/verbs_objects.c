@@ -1115,7 +1115,8 @@ static struct ibv_ah *make_ah(struct qp_env *e, int sgid_index);
  * Datagrams from one UD QP to another on the same device, received from an SRQ with its
  * limit armed: each receive gets the 40-byte GRH and the payload intact, the limit fires
  * IBV_EVENT_SRQ_LIMIT_REACHED once when fewer receives than the limit are left, and is
- * disarmed by it.
+ * disarmed by it. The event, read and not acknowledged, makes the SRQ's destroy wait
+ * (in libibverbs) until a thread acknowledges it.
  */
 static int check_srq_limit_event(struct ibv_context *ctx)
 {
@@ -1130,6 +1131,8 @@ static int check_srq_limit_event(struct ibv_context *ctx)
 	struct ibv_async_event ev;
 	struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
 	struct ibv_wc wc[POSTED];
+	pthread_t th;
+	double t0;
 	int got = 0;
 
 	if (env_open(ctx, &e, 0))
@@ -1211,13 +1214,23 @@ static int check_srq_limit_event(struct ibv_context *ctx)
 		FAIL("ibv_get_async_event: %s", strerror(errno));
 	if (ev.event_type != IBV_EVENT_SRQ_LIMIT_REACHED || ev.element.srq != srq)
 		FAIL("event %d, want SRQ_LIMIT_REACHED on the SRQ", ev.event_type);
-	ibv_ack_async_event(&ev);
+	/* Left unacknowledged: the SRQ's destroy must wait for it (below). */
 	if (poll(&p, 1, 200) != 0)
 		FAIL("a second event");
 	if (ibv_query_srq(srq, &sa) || sa.srq_limit != 0)
 		FAIL("limit %u after the event, want 0 (disarmed)", sa.srq_limit);
-	if (ibv_destroy_qp(tx) || ibv_destroy_qp(rx) || ibv_destroy_ah(ah) ||
-	    ibv_destroy_srq(srq) || ibv_dereg_mr(rmr) || ibv_dereg_mr(smr))
+	if (ibv_destroy_qp(tx) || ibv_destroy_qp(rx) || ibv_destroy_ah(ah))
+		FAIL("teardown: %s", strerror(errno));
+	acked = 0;
+	pthread_create(&th, NULL, ack_later, &ev);
+	t0 = now();
+	if (ibv_destroy_srq(srq))
+		FAIL("ibv_destroy_srq: %s", strerror(errno));
+	fprintf(stderr, "SRQ destroy returned after %.2f s, acked %d\n", now() - t0, acked);
+	pthread_join(th, NULL);
+	if (!acked || now() - t0 < 0.9)
+		FAIL("the SRQ's destroy did not wait for the acknowledgement of its event");
+	if (ibv_dereg_mr(rmr) || ibv_dereg_mr(smr))
 		FAIL("teardown: %s", strerror(errno));
 	return env_close(&e);
 }
