@@ -32,7 +32,9 @@
  * SRQ, and check the memory again after that.
  *
  * DESTROY_TRAFFIC_ROUNDS sets the rounds (20 unless told), DESTROY_TRAFFIC_WINDOW_MS the
- * time watched after each destroy (1000). Every loop is bounded in count and time; the
+ * time watched after each destroy (1000), DESTROY_TRAFFIC_READY_MS how long the traffic
+ * may take to start in every direction (20000), DESTROY_TRAFFIC_TIMEOUT the connections'
+ * ACK timeout exponent (14: 67 ms). Every loop is bounded in count and time; the
  * whole program in time by an alarm. A round takes about 1.5 s on the test kernel
  * under TCG.
  */
@@ -73,7 +75,11 @@ enum { ENOUGH = 6 };
 /* The destroyed QP's bytes for the peer's READs once it is gone. Never in the pattern. */
 enum { POISON = 0xee };
 /* Bounds: waiting for traffic, the peer's own life, its restarts. */
-enum { READY_MS = 20000, PEER_LIFE_S = 90, PEER_RESTARTS = 400 };
+enum { PEER_LIFE_S = 90, PEER_RESTARTS = 400 };
+/* How long traffic may take to start (DESTROY_TRAFFIC_READY_MS overrides). */
+static int ready_ms = 20000;
+/* The connections' ACK timeout exponent (DESTROY_TRAFFIC_TIMEOUT overrides). */
+static int qp_timeout = 14;
 
 static int window_ms = 1000;
 static const char *self_exe = "/proc/self/exe";
@@ -464,7 +470,7 @@ static int peer_main(void)
 	if (read_full(3, &c, 1, 10000) || c != CMD_GO)
 		FAIL("peer: no go from the victim");
 	/* 67 ms and 7 retries: slow guests do not break the first connection. */
-	if (connect_rc(P.qp, &P.path, P.vh.qpn, P.vh.psn, ph.psn, 14, 7, 0))
+	if (connect_rc(P.qp, &P.path, P.vh.qpn, P.vh.psn, ph.psn, qp_timeout, 7, 0))
 		FAIL("peer: connect: %s", strerror(errno));
 	fcntl(3, F_SETFL, fcntl(3, F_GETFL) | O_NONBLOCK);
 	P.last_wc = now();
@@ -933,7 +939,7 @@ static int round_body(int round, enum variant var, int use_srq)
 	if (write_full(V.to_peer, &vh, sizeof(vh)) ||
 	    read_full(V.from_peer, &V.ph, sizeof(V.ph), 30000))
 		FAIL("no hello from the peer");
-	if ((ret = connect_rc(V.qp, &V.path, V.ph.qpn, V.ph.psn, vh.psn, 14, 7, var == V_RTR)))
+	if ((ret = connect_rc(V.qp, &V.path, V.ph.qpn, V.ph.psn, vh.psn, qp_timeout, 7, var == V_RTR)))
 		FAIL("connect: %s", strerror(ret));
 	V.post_recv = 1;
 	for (int i = 0; i < NRECV; i++)
@@ -946,7 +952,7 @@ static int round_body(int round, enum variant var, int use_srq)
 		FAIL("the peer is gone before the streams started");
 
 	/* Until traffic has been seen in every direction; what it has seen every 2 s. */
-	for (int waited = 0; (ret = pump(2000, 1)) == 0 && (waited += 2000) < READY_MS;) {
+	for (int waited = 0; (ret = pump(2000, 1)) == 0 && (waited += 2000) < ready_ms;) {
 		fprintf(stderr, "  victim, %d s in: %u receives (%u bad), own %u WRITE %u READ ok, "
 			"errors %u, WRITEs landed %d, peer ready %u\n", waited / 1000, V.recvs,
 			V.bad_recvs, V.own_ok[0], V.own_ok[1], V.errors, writes_landed(),
@@ -961,7 +967,7 @@ static int round_body(int round, enum variant var, int use_srq)
 			"WRITEs landed %d, peer ready %u\n", V.recvs, V.bad_recvs, V.own_ok[0],
 			V.own_ok[1], V.errors, writes_landed(), V.peer_ready);
 		FAIL("round %d (%s): no traffic in every direction within %d s", round,
-		     variant_name[var], READY_MS / 1000);
+		     variant_name[var], ready_ms / 1000);
 	}
 	/* The variants' last moves, the streams still running. */
 	if (var == V_ERR || var == V_SQD) {
@@ -1103,8 +1109,14 @@ static const struct check checks[] = {
 int main(int argc, char **argv)
 {
 	const char *w = getenv("DESTROY_TRAFFIC_WINDOW_MS");
+	const char *r = getenv("DESTROY_TRAFFIC_READY_MS");
+	const char *t = getenv("DESTROY_TRAFFIC_TIMEOUT");
 
 	if (w && atoi(w) > 0)
 		window_ms = atoi(w);
+	if (r && atoi(r) > 0)
+		ready_ms = atoi(r);
+	if (t && atoi(t) > 0 && atoi(t) < 32)
+		qp_timeout = atoi(t);
 	return run_check(argc, argv, checks);
 }

@@ -11,8 +11,8 @@ use crate::ib::{
     ah::Ah,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, DeviceRef, Driver,
-        LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortState, Sge,
+        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
+        PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
@@ -22,7 +22,7 @@ use crate::ib::{
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
-    task::{Task, TaskRun, Workqueue},
+    task::Workqueue,
     ucontext::Ucontext,
     udata::Udata,
     udp::Tunnels,
@@ -70,27 +70,8 @@ pub(crate) struct LoopQueue {
     busy: bool,
 }
 
-/// How many packets a caller of [`RxeDev::loopback`] receives from the loopback queue
-/// before it hands the rest to the device's workqueue.
-const LOOP_BUDGET: usize = 64;
-
-/// The device's task that goes on receiving its loopback queue when a caller's budget
-/// ran out. It holds a reference to the device from the handover until it runs, so the
-/// device is not unregistered under it, and none at other times.
-#[pin_data]
-pub(crate) struct LoopDrain {
-    #[pin]
-    dev: SpinLockIrq<Option<DeviceRef<RxeRs>>>,
-}
-
-impl TaskRun for LoopDrain {
-    fn run(task: &Arc<Task<Self>>) {
-        let dev = task.dev.lock().take();
-        if let Some(dev) = dev {
-            RxeDev::drain(&dev);
-        }
-    }
-}
+/// How many packets the loopback queue's receiver takes in one RCU read-side section.
+const LOOP_BATCH: usize = 64;
 
 /// Per-device state.
 #[pin_data]
@@ -124,7 +105,6 @@ pub(crate) struct RxeDev {
     pub(crate) counters: Counters,
     #[pin]
     lo: SpinLockIrq<LoopQueue>,
-    lo_drain: Arc<Task<LoopDrain>>,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -159,9 +139,6 @@ impl RxeDev {
                 list <- SkbList::new(),
                 busy: false,
             })),
-            lo_drain: Task::new(try_pin_init!(LoopDrain {
-                dev <- new_spinlock_irq!(None),
-            }))?,
             atomic_lock <- new_spinlock_irq!(()),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
@@ -186,39 +163,27 @@ impl RxeDev {
         Self::drain(dev);
     }
 
-    /// The loopback queue's receiver: receives [`LOOP_BUDGET`] packets at a time, each
-    /// batch in an RCU read-side section as packets from the network are, until the
-    /// queue is empty. After a batch with packets left it hands the queue to the
-    /// device's [`LoopDrain`] task, so that no caller (a process's doorbell, say) keeps
-    /// receiving other QPs' traffic for long; only while the device is being
-    /// unregistered (no reference can be taken) does it go on itself.
+    /// The loopback queue's receiver: receives until the queue is empty, in batches of
+    /// [`LOOP_BATCH`] packets, each in an RCU read-side section as packets from the
+    /// network are (so that a `destroy_qp` or `dereg_mr` waiting for a grace period
+    /// waits for one batch, not for the whole queue).
     fn drain(dev: &Device<RxeRs>) {
         loop {
-            {
-                let _rcu = kernel::sync::rcu::read_lock();
-                for _ in 0..LOOP_BUDGET {
-                    let next = {
-                        let mut q = dev.lo.lock();
-                        let q = q.as_mut().project();
-                        let next = q.list.pop();
-                        if next.is_none() {
-                            *q.busy = false;
-                        }
-                        next
-                    };
-                    match next {
-                        Some(skb) => crate::recv::deliver(dev, skb),
-                        None => return,
+            let _rcu = kernel::sync::rcu::read_lock();
+            for _ in 0..LOOP_BATCH {
+                let next = {
+                    let mut q = dev.lo.lock();
+                    let q = q.as_mut().project();
+                    let next = q.list.pop();
+                    if next.is_none() {
+                        *q.busy = false;
                     }
+                    next
+                };
+                match next {
+                    Some(skb) => crate::recv::deliver(dev, skb),
+                    None => return,
                 }
-            }
-            if let Some(r) = dev.get_ref() {
-                // The task is the receiver from here on; it takes the reference when
-                // it runs, so the slot is empty whenever a receiver is active.
-                let old = dev.lo_drain.dev.lock().replace(r);
-                drop(old);
-                dev.wq.run(&dev.lo_drain);
-                return;
             }
         }
     }
