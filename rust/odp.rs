@@ -216,6 +216,7 @@ impl OdpUmem {
             return Err(EFAULT);
         }
         let va = self.addr + at as u64;
+        let pages = self.page_span(va, len);
         let raw = self.ptr.as_ptr();
         // SAFETY: By the type invariant a live umem; the range is inside it.
         let n = unsafe {
@@ -224,15 +225,14 @@ impl OdpUmem {
         };
         kernel::error::to_result(n.min(0))?;
         // The umem's mutex is held: its page list is stable.
-        let first = ((va - self.start) >> PAGE_SHIFT) as usize;
-        let last = ((va + len as u64 - 1 - self.start) >> PAGE_SHIFT) as usize;
         {
-            let mut pages = self.mirror.pages.lock();
-            for i in first..=last.min(pages.len().saturating_sub(1)) {
+            let mut mirror = self.mirror.pages.lock();
+            let n = mirror.len();
+            for i in pages.filter(|&i| i < n) {
                 let mut w = false;
                 // SAFETY: `i` indexes the umem's pages; its mutex is held.
                 let page = unsafe { bindings::rxe_rs_odp_page(raw, i, &mut w) };
-                pages[i] = if page.is_null() {
+                mirror[i] = if page.is_null() {
                     0
                 } else {
                     page as usize | if w { WRITABLE } else { 0 }
@@ -243,6 +243,14 @@ impl OdpUmem {
         unsafe { bindings::rxe_rs_odp_unlock(raw) };
         drop(dying);
         Ok(())
+    }
+
+    /// The indices in the mirror of the pages that `len` bytes (at least one) at the user
+    /// address `va` of the region touch.
+    fn page_span(&self, va: u64, len: usize) -> core::ops::RangeInclusive<usize> {
+        let first = ((va - self.start) >> PAGE_SHIFT) as usize;
+        let last = ((va + len as u64 - 1 - self.start) >> PAGE_SHIFT) as usize;
+        first..=last
     }
 
     /// From now on nothing is faulted in; waits for a fault in progress.
@@ -268,12 +276,11 @@ impl OdpUmem {
             return Ok(());
         }
         let va = self.addr + at as u64;
-        let first = ((va - self.start) >> PAGE_SHIFT) as usize;
-        let last = ((va + len as u64 - 1 - self.start) >> PAGE_SHIFT) as usize;
+        let span = self.page_span(va, len);
         let pages = self.mirror.pages.lock();
         let need = if write { WRITABLE } else { 0 };
         let all = pages
-            .get(first..=last)
+            .get(span)
             .is_some_and(|ps| ps.iter().all(|&p| p != 0 && p & need == need));
         if !all {
             return Err(OdpError::Absent);

@@ -11,7 +11,7 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
-use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR};
+use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
 use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::device::RxeRs;
 use crate::ib::{
@@ -130,11 +130,6 @@ fn data_response(
         }
     }
     if let Err(status) = placed {
-        let status = if status == mr::FAULT {
-            WC_LOC_PROT_ERR
-        } else {
-            status
-        };
         fail(dev, shared, inner, head, rec.wr_id, status);
         return (true, After::Nothing);
     }

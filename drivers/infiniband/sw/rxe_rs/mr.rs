@@ -155,13 +155,10 @@ pub(crate) struct Fault {
     write: bool,
 }
 
-/// Not a completion status: what an SGE walk ([`read_local`], [`write_local`]) ends with
-/// when it found pages of an on-demand MR missing (and recorded them).
-pub(crate) const FAULT: u32 = u32::MAX;
-
 /// Copies local memory at `addr` through `lkey` into `out`, for a QP of `pd`. Fails with
-/// the completion status of the failure, or with [`FAULT`] and the pages to map in
-/// `fault`.
+/// `LOC_PROT_ERR`, the status of a bad key or range; if the failure was pages of an
+/// on-demand MR that are missing, the pages to map are in `fault` (the caller has them
+/// faulted in and tries again, or, if that cannot be done, fails with the status).
 pub(crate) fn read_local(
     dev: &RxeDev,
     (lkey, pd, addr): (u32, PdId, u64),
@@ -169,14 +166,9 @@ pub(crate) fn read_local(
     fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
     let m = local(dev, lkey, pd, need::LOCAL_READ).map_err(|_| WC_LOC_PROT_ERR)?;
-    m.read(addr, out).map_err(|e| {
-        if e == AccessError::Fault {
-            *fault = Some(m.fault(addr, out.len(), false));
-            FAULT
-        } else {
-            WC_LOC_PROT_ERR
-        }
-    })
+    let len = out.len();
+    m.read(addr, out)
+        .map_err(|e| m.local_error(e, (addr, len, false), fault))
 }
 
 /// Copies `data` to local memory at `addr` through `lkey`, for a QP of `pd`; fails as
@@ -188,14 +180,8 @@ pub(crate) fn write_local(
     fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
     let m = local(dev, lkey, pd, need::LOCAL_WRITE).map_err(|_| WC_LOC_PROT_ERR)?;
-    m.write(addr, data).map_err(|e| {
-        if e == AccessError::Fault {
-            *fault = Some(m.fault(addr, data.len(), true));
-            FAULT
-        } else {
-            WC_LOC_PROT_ERR
-        }
-    })
+    m.write(addr, data)
+        .map_err(|e| m.local_error(e, (addr, data.len(), true), fault))
 }
 
 /// Maps the pages `f` names, faulting them in. Process context only: it may sleep.
@@ -264,6 +250,21 @@ impl Region {
             len,
             write,
         }
+    }
+
+    /// The completion status of a local access of `len` bytes at `iova` (a write if
+    /// `write`) that failed with `e`, recording in `fault` what to map if that was a
+    /// fault.
+    fn local_error(
+        &self,
+        e: AccessError,
+        (iova, len, write): (u64, usize, bool),
+        fault: &mut Option<Fault>,
+    ) -> u32 {
+        if e == AccessError::Fault {
+            *fault = Some(self.fault(iova, len, write));
+        }
+        WC_LOC_PROT_ERR
     }
 
     /// Copies `data` into the memory at `iova`.

@@ -21,10 +21,7 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
-use crate::cq::{
-    wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR,
-    WC_SUCCESS,
-};
+use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
 use crate::device::{RxeDev, RxeRs};
 use crate::ib::task::Task;
 use crate::ib::{device::Device, netdev::NetDevice, qp::QpType};
@@ -388,10 +385,6 @@ fn connected(
     }
     let out = match built {
         Ok(o) => o,
-        Err(BuildError::Payload(mr::FAULT)) => {
-            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_PROT_ERR);
-            return Step::Again;
-        }
         Err(BuildError::Payload(status)) => {
             fail(dev, shared, inner, index, rec.wr_id, status);
             return Step::Again;
@@ -532,8 +525,7 @@ fn read_or_atomic(
 }
 
 /// Writes `data` into a send WQE's buffers from byte `at` on (the data of a READ
-/// response or an atomic's original value). Fails with [`mr::FAULT`] and the pages to
-/// map in `fault` if pages of an on-demand MR are missing.
+/// response or an atomic's original value). Fails as [`mr::write_local`].
 pub(crate) fn scatter_local(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
@@ -586,9 +578,8 @@ pub(crate) fn complete_head(
     }
 }
 
-/// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on. Fails
-/// with [`mr::FAULT`] and the pages to map in `fault` if pages of an on-demand MR are
-/// missing.
+/// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on. Fails as
+/// [`mr::read_local`].
 fn gather_at(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
@@ -719,10 +710,6 @@ fn ud(
     }
     let out = match built {
         Ok(o) => o,
-        Err(BuildError::Payload(mr::FAULT)) => {
-            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_PROT_ERR);
-            return Step::Again;
-        }
         Err(BuildError::Payload(status)) => {
             fail(dev, shared, inner, head, wqe.wr_id, status);
             return Step::Again;

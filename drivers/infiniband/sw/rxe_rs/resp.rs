@@ -21,8 +21,8 @@
 //! message that loses a packet, or finds no receive WQE, is dropped whole.
 
 use crate::cq::{
-    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_PROT_ERR, WC_LOC_QP_OP_ERR,
-    WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_SUCCESS,
+    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
+    WC_REM_INV_REQ_ERR, WC_SUCCESS,
 };
 use crate::device::{RxeDev, RxeRs, PORT};
 use crate::ib::netdev::NetDevice;
@@ -275,8 +275,7 @@ fn take_recv(
 }
 
 /// Writes `parts`, one after the other, into the buffers of `wqe` from byte `at` on.
-/// Fails with [`mr::FAULT`] and the pages to map in `fault` if pages of an on-demand MR
-/// are missing.
+/// Fails as [`mr::write_local`].
 fn scatter(
     dev: &RxeDev,
     shared: &Arc<Task<QpShared>>,
@@ -337,6 +336,13 @@ fn ack(
     syndrome: u8,
 ) -> Reply {
     reply(ndev, shared, inner, ACK, psn, syndrome, 0)
+}
+
+/// An RNR NAK of `psn` with the QP's minimum RNR timer: the peer is to send the request
+/// again once that time passed.
+fn rnr_nak(ndev: &NetDevice, shared: &Arc<Task<QpShared>>, inner: &QpInner, psn: u32) -> Reply {
+    let timer = inner.attrs.min_rnr_timer & 0x1f;
+    ack(ndev, shared, inner, psn, syndrome::RNR_NAK | timer)
 }
 
 /// A response without payload: `opcode` (an ACK, an atomic ACK with the original value
@@ -440,7 +446,7 @@ fn place(
                     return Placed::Fault;
                 }
             }
-            return recv_error(inner, wqe, if s == mr::FAULT { WC_LOC_PROT_ERR } else { s });
+            return recv_error(inner, wqe, s);
         }
         if !last {
             inner.resp.msg = Some(Msg::Send(wqe, end));
@@ -643,11 +649,7 @@ fn rc(
         }
         // Missing pages are being faulted in: the requester waits as for a receive
         // WQE (as RoCE NICs with on-demand paging do).
-        Placed::NoWqe | Placed::Fault => {
-            let timer = inner.attrs.min_rnr_timer & 0x1f;
-            let reply = ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer);
-            (true, reply)
-        }
+        Placed::NoWqe | Placed::Fault => (true, rnr_nak(ndev, shared, inner, p)),
         Placed::Sequence => {
             let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
             responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
@@ -798,8 +800,7 @@ fn read_or_atomic(
                 && RxeQp::fault(dev, shared, inner, e.fault(a.va, 8, true), OdpWait::Request)
             {
                 // Not carried out: it comes again after the RNR timer.
-                let timer = inner.attrs.min_rnr_timer & 0x1f;
-                return (true, ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer));
+                return (true, rnr_nak(ndev, shared, inner, p));
             }
             r.ok()
         }
@@ -869,8 +870,7 @@ fn flush_or_atomic_write(
             )
         {
             // Not carried out: it comes again after the RNR timer.
-            let timer = inner.attrs.min_rnr_timer & 0x1f;
-            return (true, ack(ndev, shared, inner, p, syndrome::RNR_NAK | timer));
+            return (true, rnr_nak(ndev, shared, inner, p));
         }
         done.is_ok()
     } else {
@@ -1060,11 +1060,7 @@ fn datagram(
                     return false;
                 }
             }
-            if s == mr::FAULT {
-                WC_LOC_PROT_ERR
-            } else {
-                s
-            }
+            s
         }
     };
     let mut c = Completion {
