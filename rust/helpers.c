@@ -2,6 +2,7 @@
 /*
  * C shim of rxe_rs: see helpers.h. Nothing here keeps state or takes decisions.
  */
+#include <linux/bottom_half.h>
 #include <linux/cpumask.h>
 #include <linux/crc32.h>
 #include <linux/highmem.h>
@@ -463,4 +464,15 @@ bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *d
 			     unsigned long delay)
 {
 	return mod_delayed_work(wq, dwork, delay);
+}
+
+/* Bottom halves off and on again; turning them on runs what became pending. */
+void rxe_rs_local_bh_disable(void)
+{
+	local_bh_disable();
+}
+
+void rxe_rs_local_bh_enable(void)
+{
+	local_bh_enable();
 }

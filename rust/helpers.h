@@ -101,6 +101,8 @@ u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len);
 struct delayed_work;
 bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
 			     unsigned long delay);
+void rxe_rs_local_bh_disable(void);
+void rxe_rs_local_bh_enable(void);
 
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);

@@ -14,26 +14,38 @@
 //!
 //! A task also has a timer: [`Workqueue::run_after`] runs [`TaskRun::timer`] once a delay
 //! has passed (a `delayed_work`), and [`Task::cancel`] stops both.
+//!
+//! [`Task::run_bh`] runs a task in a bottom half instead (`system_bh_highpri_wq`), on the
+//! CPU that queued it: like the network's receive softirq, it cannot be preempted by
+//! threads, and a caller in process context runs it before `run_bh` returns.
 
 use super::bindings;
 use core::ptr::NonNull;
 use kernel::{
-    new_work,
+    c_str,
     prelude::*,
+    static_lock_class,
     str::CStr,
     sync::Arc,
     workqueue::{
-        impl_has_delayed_work, impl_has_work, new_delayed_work, DelayedWork, Queue, Work, WorkItem,
+        impl_has_delayed_work, impl_has_work, new_delayed_work, system_bh_highpri, DelayedWork,
+        Queue, Work, WorkItem,
     },
 };
 
 /// What a [`Task`] does when it runs.
 pub(crate) trait TaskRun: Send + Sync + Sized + 'static {
-    /// Runs in process context, on the workqueue the task was queued on.
+    /// Runs on the workqueue the task was queued on: in process context, or in a bottom
+    /// half when queued by [`Task::run_bh`].
     fn run(task: &Arc<Task<Self>>);
 
     /// Runs in process context once the delay given to [`Workqueue::run_after`] passed.
     fn timer(_task: &Arc<Task<Self>>) {}
+
+    /// The task runs in a bottom half ([`Task::run_bh`]) and never on a [`Workqueue`].
+    /// Such tasks get a lock class of their own: lockdep must not take a bottom-half
+    /// run nested in a process-context run (which `run_bh` does) for recursion.
+    const BH: bool = false;
 }
 
 /// Data with a work item that runs [`TaskRun::run`] on it.
@@ -74,14 +86,37 @@ impl<T: TaskRun> WorkItem<1> for Task<T> {
 impl<T: TaskRun> Task<T> {
     /// Makes a task around `data`.
     pub(crate) fn new(data: impl PinInit<T, Error>) -> Result<Arc<Self>> {
+        let (name, key) = if T::BH {
+            (c_str!("rxe_rs::Task::work_bh"), static_lock_class!())
+        } else {
+            (c_str!("rxe_rs::Task::work"), static_lock_class!())
+        };
         Arc::pin_init(
             try_pin_init!(Self {
-                work <- new_work!("rxe_rs::Task::work"),
+                work <- Work::new(name, key),
                 timer <- new_delayed_work!("rxe_rs::Task::timer"),
                 data <- data,
             }),
             GFP_KERNEL,
         )
+    }
+}
+
+impl<T: TaskRun> Task<T> {
+    /// Runs the task in a bottom half of this CPU unless it is queued already. From
+    /// process context with bottom halves enabled, it runs before this returns (as
+    /// `netif_rx()` runs the receive softirq); from a bottom half, after the current one.
+    /// Must not be called with interrupts disabled.
+    pub(crate) fn run_bh(this: &Arc<Self>) {
+        const { assert!(T::BH, "a process-context task queued in a bottom half") };
+        // SAFETY: Process or softirq context (the caller's duty: interrupts enabled); the
+        // call is balanced below.
+        unsafe { bindings::rxe_rs_local_bh_disable() };
+        // An `Err` gives back the reference of a task that is already queued.
+        let _ = system_bh_highpri().enqueue::<_, 0>(this.clone());
+        // SAFETY: Balances the disable above; runs the softirqs that became pending when
+        // not nested in another bottom half.
+        unsafe { bindings::rxe_rs_local_bh_enable() };
     }
 }
 
@@ -152,6 +187,7 @@ impl Workqueue {
 
     /// Queues `task` unless it is queued already (then it runs once for both reasons).
     pub(crate) fn run<T: TaskRun>(&self, task: &Arc<Task<T>>) {
+        const { assert!(!T::BH, "a bottom-half task queued on a workqueue") };
         // An `Err` gives back the reference of a task that is already queued.
         let _ = self.queue().enqueue::<_, 0>(task.clone());
     }

@@ -11,8 +11,8 @@ use crate::ib::{
     ah::Ah,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState, Sge,
+        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, DeviceRef, Driver,
+        LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
     mr::{Mr, MrCreated, PageList},
@@ -22,7 +22,7 @@ use crate::ib::{
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
-    task::Workqueue,
+    task::{Task, TaskRun, Workqueue},
     ucontext::Ucontext,
     udata::Udata,
     udp::Tunnels,
@@ -66,12 +66,71 @@ pub(crate) struct RxeRs;
 pub(crate) struct LoopQueue {
     #[pin]
     list: SkbList,
-    /// Someone is receiving what is queued.
+    /// A receiver is queued or running; the queue is empty when it is not.
     busy: bool,
+    /// The device, held for the receiver queued next (taken by it while it runs).
+    dev: Option<DeviceRef<RxeRs>>,
 }
 
-/// How many packets the loopback queue's receiver takes in one RCU read-side section.
+/// The loopback queue's receiver: a task that runs in a bottom half.
+#[pin_data]
+pub(crate) struct LoopRx {
+    #[pin]
+    q: SpinLockIrq<LoopQueue>,
+}
+
+/// How many packets the loopback queue's receiver takes in one run (one RCU read-side
+/// section) before it queues itself again behind other bottom-half work.
 const LOOP_BATCH: usize = 64;
+
+impl TaskRun for LoopRx {
+    const BH: bool = true;
+
+    /// Receives up to [`LOOP_BATCH`] packets, in an RCU read-side section as packets
+    /// from the network are (so a `destroy_qp` or `dereg_mr` waiting for a grace period
+    /// waits for one batch, not for the whole queue); queues itself again if the
+    /// batch was full.
+    fn run(task: &Arc<Task<Self>>) {
+        let Some(dev) = task.q.lock().as_mut().project().dev.take() else {
+            return;
+        };
+        let mut drained = false;
+        {
+            let _rcu = kernel::sync::rcu::read_lock();
+            for _ in 0..LOOP_BATCH {
+                let next = {
+                    let mut q = task.q.lock();
+                    let q = q.as_mut().project();
+                    let next = q.list.pop();
+                    if next.is_none() {
+                        *q.busy = false;
+                    }
+                    next
+                };
+                match next {
+                    Some(skb) => crate::recv::deliver(&dev, skb),
+                    None => {
+                        drained = true;
+                        break;
+                    }
+                }
+            }
+        }
+        if !drained {
+            *task.q.lock().as_mut().project().dev = Some(dev);
+            Task::run_bh(task);
+        }
+    }
+}
+
+/// The loopback queue and its receiver; dropping it waits for a run in progress.
+struct Loopback(Arc<Task<LoopRx>>);
+
+impl Drop for Loopback {
+    fn drop(&mut self) {
+        Task::cancel(&self.0);
+    }
+}
 
 /// Per-device state.
 #[pin_data]
@@ -103,8 +162,7 @@ pub(crate) struct RxeDev {
     pub(crate) qp_table: QpTable,
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
-    #[pin]
-    lo: SpinLockIrq<LoopQueue>,
+    lo: Loopback,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -135,10 +193,13 @@ impl RxeDev {
             mcast <- McastTable::new(),
             qp_table <- qp_table(),
             counters: Counters::new(),
-            lo <- new_spinlock_irq!(pin_init!(LoopQueue {
-                list <- SkbList::new(),
-                busy: false,
-            })),
+            lo: Loopback(Task::new(try_pin_init!(LoopRx {
+                q <- new_spinlock_irq!(pin_init!(LoopQueue {
+                    list <- SkbList::new(),
+                    busy: false,
+                    dev: None,
+                })),
+            }))?),
             atomic_lock <- new_spinlock_irq!(()),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
@@ -146,46 +207,32 @@ impl RxeDev {
 
     /// Receives a packet the device sent to itself.
     ///
-    /// Receiving it may make more packets to the device (an acknowledgement, the next
-    /// packet of a message); they are queued and received in order rather than by
-    /// recursion. Whoever finds the queue idle becomes its one receiver; everyone else
-    /// only queues.
+    /// The packet is queued and received in a bottom half, as a packet from the network
+    /// is, and in order with every other packet the device sends itself; what receiving
+    /// it sends (an acknowledgement, the next packet of a message) is queued behind it
+    /// rather than received by recursion. Called from process context, the queue's
+    /// receiver runs before this returns when the queue was idle. Must not be called
+    /// with interrupts disabled.
     pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) {
         {
-            let mut q = dev.lo.lock();
+            let mut q = dev.lo.0.q.lock();
             let q = q.as_mut().project();
-            q.list.push(skb);
             if *q.busy {
+                // A receiver is queued or running and will find the packet.
+                q.list.push(skb);
                 return;
             }
+            let Some(held) = dev.get_ref() else {
+                // Only a device being unregistered refuses: its QPs are all destroyed,
+                // so there is no one to receive the packet.
+                dev.counters.inc(Counter::Dropped);
+                return;
+            };
+            q.list.push(skb);
             *q.busy = true;
+            *q.dev = Some(held);
         }
-        Self::drain(dev);
-    }
-
-    /// The loopback queue's receiver: receives until the queue is empty, in batches of
-    /// [`LOOP_BATCH`] packets, each in an RCU read-side section as packets from the
-    /// network are (so that a `destroy_qp` or `dereg_mr` waiting for a grace period
-    /// waits for one batch, not for the whole queue).
-    fn drain(dev: &Device<RxeRs>) {
-        loop {
-            let _rcu = kernel::sync::rcu::read_lock();
-            for _ in 0..LOOP_BATCH {
-                let next = {
-                    let mut q = dev.lo.lock();
-                    let q = q.as_mut().project();
-                    let next = q.list.pop();
-                    if next.is_none() {
-                        *q.busy = false;
-                    }
-                    next
-                };
-                match next {
-                    Some(skb) => crate::recv::deliver(dev, skb),
-                    None => return,
-                }
-            }
-        }
+        Task::run_bh(&dev.lo.0);
     }
 
     /// Applies an atomic operation to the 8 bytes at `va` of `mr`: `op` makes the new
