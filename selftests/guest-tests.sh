@@ -13,7 +13,7 @@ VB=$HOST/bin/verbs_basic
 VO=$HOST/bin/verbs_objects
 DT=$HOST/bin/destroy_traffic
 DEV=tdev0
-n=0
+tap_n=0
 
 KVER=$(uname -r)
 case $DRIVER in
@@ -46,17 +46,17 @@ run() {
 	if [ -n "${ONLY:-}" ] && ! echo "$1" | grep -qE "$ONLY"; then return; fi
 	# EXCEPT=regex leaves the matching tests out.
 	if [ -n "${EXCEPT:-}" ] && echo "$1" | grep -qE "$EXCEPT"; then return; fi
-	n=$((n + 1))
+	tap_n=$((tap_n + 1))
 	"$2" > /tmp/test.log 2>&1
 	rc=$?
 	if [ $rc = 0 ]; then
-		echo "ok $n $1"
+		echo "ok $tap_n $1"
 		# VERBOSE=1 shows what passing tests printed too.
 		if [ -n "${VERBOSE:-}" ]; then sed 's/^/#   /' /tmp/test.log; fi
 	elif [ $rc = 4 ]; then
-		echo "ok $n $1 # SKIP $(tail -n 1 /tmp/test.log)"
+		echo "ok $tap_n $1 # SKIP $(tail -n 1 /tmp/test.log)"
 	else
-		echo "not ok $n $1"
+		echo "not ok $tap_n $1"
 		sed 's/^/#   /' /tmp/test.log
 	fi
 	del_all >/dev/null 2>&1
@@ -101,7 +101,19 @@ t_qp_bad_modify() { vo qp_bad_modify; }
 t_qp_query() { vo qp_query; }
 t_qp_err_flush() { vo qp_err_flush; }
 t_qp_destroy_states() { vo qp_destroy_states; }
-t_qp_retry_once() { vo qp_retry_exceeded_once; }
+# rxe_rs also counts what happened: two acknowledgement timeouts (retry_cnt 1), one
+# retransmission, one WQE out of retries.
+t_qp_retry_once() {
+	local t e r
+	with_dev || return 1
+	t=$(counter ack_timeouts); e=$(counter retry_exceeded_err); r=$(counter retransmits)
+	"$VO" "$DEV" qp_retry_exceeded_once || return 1
+	[ "$DRIVER" = rxe_rs ] || return 0
+	t=$(($(counter ack_timeouts) - t)); e=$(($(counter retry_exceeded_err) - e))
+	r=$(($(counter retransmits) - r))
+	echo "ack_timeouts +$t, retransmits +$r, retry_exceeded_err +$e"
+	[ "$t" = 2 ] && [ "$r" = 1 ] && [ "$e" = 1 ]
+}
 t_qp_fatal() { vo qp_fatal_cq_overrun; }
 # The destroys again with a peer process streaming SEND, WRITE and READ at the QP being
 # destroyed (destroy_traffic.c says what each round checks): in RTS, ERR, SQD and RTR in
@@ -663,9 +675,15 @@ t_netem_rc() {
 	tc -s qdisc show dev tveth0; ip netns exec tpeer tc -s qdisc show dev tveth1
 	rdma statistic show link "$DEV/1"; rdma statistic show link tdevp/1
 	[ "$DRIVER" = rxe_rs ] || return 0
+	# Losses are made good by sequence NAKs or by acknowledgement timeouts; either way
+	# the requester sends again, and counts it.
 	r0=$(counter retransmits); r1=$(counter retransmits tdevp)
 	echo "retransmits: $DEV $r0, tdevp $r1"
 	[ $((r0 + r1)) -gt 0 ] || { echo "no retransmission counted over a lossy link"; return 1; }
+	r0=$(($(counter rcvd_seq_err) + $(counter rcvd_seq_err tdevp)))
+	r1=$(($(counter ack_timeouts) + $(counter ack_timeouts tdevp)))
+	echo "sequence NAKs received $r0, acknowledgement timeouts $r1"
+	[ $((r0 + r1)) -gt 0 ] || { echo "retransmissions without a sequence NAK or a timeout"; return 1; }
 }
 # A device on a netdev of another network namespace listens on port 4791 there; deleting
 # the namespace removes the device (its netdev goes) and closes the namespace's sockets.
@@ -820,6 +838,6 @@ run link_delete_with_user t_link_delete_with_user
 run link_delete_with_mapped_ring t_link_delete_with_mapped_ring
 run module_unload t_module_unload
 run link_add_autoloads_module t_link_add_autoloads
-echo "1..$n"
+echo "1..$tap_n"
 unload
 exit 0

@@ -13,7 +13,7 @@
 
 use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
 use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
-use crate::device::RxeRs;
+use crate::device::{RxeDev, RxeRs};
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -23,6 +23,7 @@ use crate::mr;
 use crate::qp::{OdpWait, QpInner, QpShared, RxeQp};
 use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
+use crate::stats::Counter;
 use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use kernel::sync::Arc;
 
@@ -155,12 +156,14 @@ fn data_response(
     (true, After::Send)
 }
 
-/// Sends everything not yet acknowledged again, from the oldest WQE.
-pub(crate) fn go_back(inner: &mut QpInner) {
+/// Sends everything not yet acknowledged again, from the oldest WQE (counted in
+/// `retransmits` when there is something to send again).
+pub(crate) fn go_back(dev: &RxeDev, inner: &mut QpInner) {
     let head = inner.sq.consumer();
     if head == inner.req.next && inner.req.cur.is_none() {
         return;
     }
+    dev.counters.inc(Counter::Retransmit);
     let rec = inner.req.record(head);
     inner.req.cur = None;
     inner.req.next = head;
@@ -211,9 +214,11 @@ pub(crate) fn response(
             (true, After::Send)
         }
         syndrome::RNR_NAK => {
+            dev.counters.inc(Counter::RcvdRnrNak);
             complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
             // 7 means "retry for ever".
             if inner.rnr_left == 0 {
+                dev.counters.inc(Counter::RnrRetryExceeded);
                 let head = inner.sq.consumer();
                 let rec = inner.req.record(head);
                 fail(dev, shared, inner, head, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
@@ -222,7 +227,7 @@ pub(crate) fn response(
             if inner.rnr_left != 7 {
                 inner.rnr_left -= 1;
             }
-            go_back(inner);
+            go_back(dev, inner);
             // Send again once the responder had the time it asked for.
             inner.rnr_wait = true;
             // The RNR wait replaces the acknowledgement timeout the timer may be set
@@ -234,8 +239,9 @@ pub(crate) fn response(
         _ => {
             let status = match aeth.syndrome {
                 syndrome::NAK_PSN_SEQ => {
+                    dev.counters.inc(Counter::RcvdSeqNak);
                     complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
-                    go_back(inner);
+                    go_back(dev, inner);
                     return (true, After::Send);
                 }
                 syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,

@@ -229,7 +229,7 @@ impl TaskRun for QpShared {
         if go_back {
             let mut inner = task.inner.lock();
             if !inner.dead && inner.state == QpState::Rts {
-                crate::comp::go_back(&mut inner);
+                crate::comp::go_back(dev, &mut inner);
                 kick = true;
             }
         }
@@ -265,14 +265,15 @@ impl TaskRun for QpShared {
                     }
                     return;
                 }
+                dev.counters.inc(Counter::AckTimeout);
                 if inner.retry_left == 0 {
+                    dev.counters.inc(Counter::RetryExceeded);
                     let rec = inner.req.record(head);
                     crate::req::fail(dev, task, &mut inner, head, rec.wr_id, WC_RETRY_EXC_ERR);
                     return;
                 }
                 inner.retry_left -= 1;
-                dev.counters.inc(Counter::Retransmit);
-                crate::comp::go_back(&mut inner);
+                crate::comp::go_back(dev, &mut inner);
             }
         }
         RxeQp::run_requester(dev, task);

@@ -40,6 +40,7 @@ use crate::roce::{
     packet::Packet,
     psn::{self, PSN_MASK},
 };
+use crate::stats::Counter;
 use crate::xmit::{self, Outgoing};
 use kernel::{prelude::*, sync::Arc};
 
@@ -340,7 +341,14 @@ fn ack(
 
 /// An RNR NAK of `psn` with the QP's minimum RNR timer: the peer is to send the request
 /// again once that time passed.
-fn rnr_nak(ndev: &NetDevice, shared: &Arc<Task<QpShared>>, inner: &QpInner, psn: u32) -> Reply {
+fn rnr_nak(
+    dev: &RxeDev,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &QpInner,
+    psn: u32,
+) -> Reply {
+    dev.counters.inc(Counter::SentRnrNak);
     let timer = inner.attrs.min_rnr_timer & 0x1f;
     ack(ndev, shared, inner, psn, syndrome::RNR_NAK | timer)
 }
@@ -608,6 +616,7 @@ fn rc(
     }
     if d < 0 {
         // A duplicate: already placed. Say again how far we are, if asked.
+        dev.counters.inc(Counter::DuplicateRequest);
         let reply = if pkt.bth.ack_req {
             ack(
                 ndev,
@@ -623,6 +632,7 @@ fn rc(
     }
     if d > 0 {
         // Packets were lost: ask for them, once.
+        dev.counters.inc(Counter::OutOfSeqRequest);
         if inner.resp.nak_sent {
             return (false, None);
         }
@@ -649,7 +659,7 @@ fn rc(
         }
         // Missing pages are being faulted in: the requester waits as for a receive
         // WQE (as RoCE NICs with on-demand paging do).
-        Placed::NoWqe | Placed::Fault => (true, rnr_nak(ndev, shared, inner, p)),
+        Placed::NoWqe | Placed::Fault => (true, rnr_nak(dev, ndev, shared, inner, p)),
         Placed::Sequence => {
             let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
             responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
@@ -717,6 +727,7 @@ fn read_or_atomic(
     let atomic = pkt.info.flags & flag::ATOMIC != 0;
     if !fresh {
         // Answer again from the resource; one that is gone cannot be answered.
+        dev.counters.inc(Counter::DuplicateRequest);
         let Some(i) = inner.resp.find(p) else {
             return (false, None);
         };
@@ -800,7 +811,7 @@ fn read_or_atomic(
                 && RxeQp::fault(dev, shared, inner, e.fault(a.va, 8, true), OdpWait::Request)
             {
                 // Not carried out: it comes again after the RNR timer.
-                return (true, rnr_nak(ndev, shared, inner, p));
+                return (true, rnr_nak(dev, ndev, shared, inner, p));
             }
             r.ok()
         }
@@ -870,7 +881,7 @@ fn flush_or_atomic_write(
             )
         {
             // Not carried out: it comes again after the RNR timer.
-            return (true, rnr_nak(ndev, shared, inner, p));
+            return (true, rnr_nak(dev, ndev, shared, inner, p));
         }
         done.is_ok()
     } else {
@@ -1022,7 +1033,7 @@ fn datagram(
         inner.attrs.qkey
     };
     if deth.qkey != qkey {
-        dev.counters.inc(crate::stats::Counter::QkeyViolation);
+        dev.counters.inc(Counter::QkeyViolation);
         return false;
     }
     let wqe = match take_recv(&dev.wq, shared, inner) {

@@ -25,11 +25,28 @@ pub(crate) enum Counter {
     /// Received packets a QP dropped: wrong state, Q_Key or opcode, or no receive WQE
     /// for a datagram.
     QpDropped,
-    /// Packets sent again after an acknowledgement timeout.
+    /// Times an RC requester went back to send unacknowledged packets again, for
+    /// whatever reason (an acknowledgement timeout, a sequence NAK, an RNR NAK).
     Retransmit,
     /// Datagrams dropped for a Q_Key that is not the QP's (also the port's
     /// `qkey_viol_cntr`).
     QkeyViolation,
+    /// Acknowledgement timeouts of RC requesters that had packets outstanding.
+    AckTimeout,
+    /// Sequence NAKs an RC requester received.
+    RcvdSeqNak,
+    /// RNR NAKs an RC requester received.
+    RcvdRnrNak,
+    /// RNR NAKs an RC responder sent (no receive WQE, or pages being faulted in).
+    SentRnrNak,
+    /// Requests an RC responder received again (answered again, never placed twice).
+    DuplicateRequest,
+    /// Requests an RC responder received ahead of the PSN it expected.
+    OutOfSeqRequest,
+    /// WQEs that completed with `RETRY_EXC_ERR`.
+    RetryExceeded,
+    /// WQEs that completed with `RNR_RETRY_EXC_ERR`.
+    RnrRetryExceeded,
 }
 
 /// The counters' names, in [`Counter`] order.
@@ -44,10 +61,18 @@ pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"rcvd_qp_dropped"),
     StatDesc::new(c"retransmits"),
     StatDesc::new(c"rcvd_qkey_viol"),
+    StatDesc::new(c"ack_timeouts"),
+    StatDesc::new(c"rcvd_seq_err"),
+    StatDesc::new(c"rcvd_rnr_err"),
+    StatDesc::new(c"send_rnr_err"),
+    StatDesc::new(c"duplicate_request"),
+    StatDesc::new(c"out_of_seq_request"),
+    StatDesc::new(c"retry_exceeded_err"),
+    StatDesc::new(c"retry_rnr_exceeded_err"),
 ];
 
 /// How many counters there are.
-const N: usize = 10;
+const N: usize = 18;
 
 /// The device's counters.
 pub(crate) struct Counters([Atomic<u64>; N]);
