@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# make bench: perftest bandwidth, message rate and latency on rdma_rxe and on rxe_rs, one
-# boot of the test kernel each (back to back), server and client in the same guest on
-# the one device. Prints a table with each figure for rxe, for rxe_rs and their ratio;
-# the table is also in build/bench/report.txt, the raw outputs in build/bench/<driver>/
-# and the guests' consoles in build/bench/<driver>.log. It reports; a failed test shows
-# "failed" and the run goes on. Not part of make check.
+# make bench: perftest bandwidth, message rate and latency on rdma_rxe and on rxe_rs, in
+# two placements, each driver booted in turn (back to back) on the test kernel:
+#  - one: server and client in one guest, on the one device (its loopback queue);
+#  - two: server and client in two guests, each with its own device on a second NIC,
+#    the frames going between the guests as UDP datagrams over the host's 127.0.0.1
+#    (vm-run.sh --link), so the packets cross both drivers' transmit and receive paths.
+# Prints a table per placement with each figure for rxe, for rxe_rs and their ratio; the
+# tables are also in build/bench/report.txt, the raw outputs in
+# build/bench/<placement>-<driver>/ with the guests' consoles (guest*.log). It
+# reports; a failed test shows "failed" and the run goes on. Not part of make check.
 #
 #   BENCH_ITERS=SCALE    multiplies every iteration count (default 1; e.g. 0.01 to try it)
 #   BENCH_TIMEOUT=SECS   limit of each perftest tool run (default 120)
+#   BENCH_PLACEMENTS="one two"   which placements to run (default both)
+#   BENCH_ONLY=REGEX     only the tests whose name matches (e.g. 'read_bw')
+#   RXE_RS_LINK_PORT=PORT  first of the two UDP ports on 127.0.0.1 of the guests' link
 #
 # The guests run under QEMU TCG, so the figures compare the two drivers on the same
 # (slow, emulated) machine, and only when nothing else loads the host.
@@ -17,8 +24,14 @@ set -euo pipefail
 
 scale=${BENCH_ITERS:-1}
 tool_timeout=${BENCH_TIMEOUT:-120}
+placements=${BENCH_PLACEMENTS:-one two}
+port_a=${RXE_RS_LINK_PORT:-47021}
+port_b=$((port_a + 1))
 [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_ITERS must be a number (a scale of the iteration counts), not '$scale'"
 [[ $tool_timeout =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a number of seconds, not '$tool_timeout'"
+for p in $placements; do
+	[[ $p = one || $p = two ]] || die "BENCH_PLACEMENTS takes one and two, not '$p'"
+done
 
 out=$TOP_DIR/build/bench
 share=$TOP_DIR/build/share-bench
@@ -38,9 +51,13 @@ atomic_bw ib_atomic_bw 8 $(iters 2000) rate
 send_lat ib_send_lat 64 $(iters 1000) lat
 write_lat ib_write_lat 64 $(iters 1000) lat
 read_lat ib_read_lat 64 $(iters 1000) lat"
+if [ -n "${BENCH_ONLY:-}" ]; then
+	tests=$(awk -v re="$BENCH_ONLY" '$1 ~ re' <<< "$tests")
+	[ -n "$tests" ] || die "BENCH_ONLY='$BENCH_ONLY' matches no test"
+fi
 ntests=$(wc -l <<< "$tests")
-# Each test takes at most the wait for its server (20 s) and the timeout; add the boot.
-vm_timeout=$((ntests * (tool_timeout + 30) + 300))
+# Each test takes at most the wait for its server (30 s) and the timeout; add the boot.
+vm_timeout=$((ntests * (tool_timeout + 40) + 300))
 
 rm -rf "$out"
 mkdir -p "$out" "$share"
@@ -50,14 +67,19 @@ stage_start "module"
 cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
 stage_end
 
-# The guest's payload (POSIX sh: the guest's sh is dash). Results go to
-# /mnt/host/out-$DRV: NAME.server and NAME.client (the tools' output) and a line per test
-# in status (name, server and client exit status, seconds).
+# The guest's payload (POSIX sh: the guest's sh is dash) for driver DRV in role ROLE:
+# "one" runs server and client of every test on its one device; "server" and "client"
+# are the two guests of the two-guest placement, on eth1 (server 192.168.77.1, client
+# .2), running the tests in the same order, the client retrying each until the server
+# listens. Results go to /mnt/host/out-$DRV-$ROLE: NAME.server and/or NAME.client (the
+# tools' output) and a line per test in status (name, server and client exit status,
+# "-" for the side this guest does not run, seconds).
 guest_script() {
-	local drv=$1 load
+	local drv=$1 role=$2 load
 	if [ "$drv" = rxe ]; then load="modprobe rdma_rxe"; else load="insmod /mnt/host/rxe_rs.ko"; fi
 	cat <<GUEST
 DRV=$drv
+ROLE=$role
 TO=$tool_timeout
 TESTS='$tests'
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
@@ -65,7 +87,7 @@ $load || exit 1
 GUEST
 	cat <<'GUEST'
 DEV=bench0
-OUT=/mnt/host/out-$DRV
+OUT=/mnt/host/out-$DRV-$ROLE
 PORT=18515
 mkdir -p "$OUT"
 : > "$OUT/status"
@@ -73,18 +95,45 @@ wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 100 ] 
 port_active() { timeout 10 ibv_devinfo -d "$DEV" | grep -q 'state:.*PORT_ACTIVE'; }
 gid_line() {
 	timeout 10 ibv_devinfo -v -d "$DEV" |
-		sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:10\.0\.2\.15, RoCE v2$/\1/p' | head -n 1
+		sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:$ME, RoCE v2\$/\1/p" | head -n 1
 }
 has_gid() { [ -n "$(gid_line)" ]; }
 listening() { [ -n "$(ss -Htln "sport = :$PORT")" ]; }
 now() { date +%s.%N; }
 
-rdma link add "$DEV" type "$DRV" netdev eth0 || exit 1
+case $ROLE in
+one) NDEV=eth0 ME=10.0.2.15 SERVER=127.0.0.1 ;;
+server) NDEV=eth1 ME=192.168.77.1 PEER=192.168.77.2 ;;
+client) NDEV=eth1 ME=192.168.77.2 PEER=192.168.77.1 SERVER=192.168.77.1 ;;
+esac
+if [ "$ROLE" != one ]; then
+	ip link set eth1 up
+	ip addr add "$ME/24" dev eth1
+fi
+rdma link add "$DEV" type "$DRV" netdev "$NDEV" || exit 1
 wait_for port_active || { echo "bench: port not active"; exit 1; }
-wait_for has_gid || { echo "bench: no RoCE v2 GID for 10.0.2.15"; timeout 10 ibv_devinfo -v -d "$DEV"; exit 1; }
+wait_for has_gid || { echo "bench: no RoCE v2 GID for $ME"; timeout 10 ibv_devinfo -v -d "$DEV"; exit 1; }
 idx=$(gid_line)
-echo "bench: $DRV, device $DEV, GID index $idx, kernel $(uname -r)"
+if [ "$ROLE" != one ]; then
+	# The peer must answer on the link before the first test.
+	i=0; while ! ping -c 1 -W 1 "$PEER" >/dev/null 2>&1 && [ $i -lt 150 ]; do i=$((i + 1)); done
+fi
+echo "bench: $DRV ($ROLE), device $DEV on $NDEV, GID index $idx, kernel $(uname -r)"
 timeout 10 ib_send_bw --version 2>&1 | head -n 1 | sed 's/^/bench: perftest /'
+
+# client NAME CMD: the client side, retried (bounded: 30 s) while nothing listens yet.
+client() {
+	i=0
+	while :; do
+		timeout "$TO" $2 "$SERVER" > "$OUT/$1.client" 2>&1 < /dev/null
+		rc=$?
+		[ $rc = 0 ] && return 0
+		grep -q "Couldn't connect" "$OUT/$1.client" || return $rc
+		i=$((i + 1))
+		[ $i -gt 60 ] && return $rc
+		sleep 0.5
+	done
+}
 
 echo "$TESTS" > /tmp/tests
 while read -r name tool size iters kind; do
@@ -94,24 +143,40 @@ while read -r name tool size iters kind; do
 	esac
 	echo "bench: $name: $cmd"
 	t0=$(now)
-	timeout "$TO" $cmd > "$OUT/$name.server" 2>&1 < /dev/null &
-	spid=$!
-	if wait_for listening; then
-		timeout "$TO" $cmd 127.0.0.1 > "$OUT/$name.client" 2>&1 < /dev/null
+	src=- crc=-
+	case $ROLE in
+	one)
+		timeout "$TO" $cmd > "$OUT/$name.server" 2>&1 < /dev/null &
+		spid=$!
+		if wait_for listening; then
+			client "$name" "$cmd"
+			crc=$?
+			[ $crc = 0 ] || kill "$spid" 2>/dev/null
+		else
+			echo "server not listening on $PORT" > "$OUT/$name.client"
+			crc=1
+			kill "$spid" 2>/dev/null
+		fi
+		wait "$spid"
+		src=$?
+		;;
+	server)
+		timeout "$TO" $cmd > "$OUT/$name.server" 2>&1 < /dev/null
+		src=$?
+		;;
+	client)
+		client "$name" "$cmd"
 		crc=$?
-		[ $crc = 0 ] || kill "$spid" 2>/dev/null
-	else
-		echo "server not listening on $PORT" > "$OUT/$name.client"
-		crc=1
-		kill "$spid" 2>/dev/null
-	fi
-	wait "$spid"
-	src=$?
+		;;
+	esac
 	secs=$(echo "$t0 $(now)" | awk '{ printf "%.1f", $2 - $1 }')
 	echo "$name $src $crc $secs" >> "$OUT/status"
 	echo "bench: $name: server exit $src, client exit $crc, ${secs}s"
-	echo "--- server"; cat "$OUT/$name.server"
-	echo "--- client"; cat "$OUT/$name.client"
+	for f in server client; do
+		[ -f "$OUT/$name.$f" ] && { echo "--- $f"; cat "$OUT/$name.$f"; }
+	done
+	# The device's counters so far (retransmissions, NAKs, drops), for the reader.
+	echo "--- counters after $name"; rdma statistic show link "$DEV/1"
 done < /tmp/tests
 rdma link delete "$DEV"
 sync
@@ -119,24 +184,60 @@ exit 0
 GUEST
 }
 
-declare -A wall
-for drv in rxe rxe_rs; do
-	stage_start "perftest on $drv"
-	guest_script "$drv" > "$share/bench-$drv.sh"
-	rm -rf "${share:?}/out-$drv"
+# run_guests PLACEMENT DRV: boots the guest(s) of one placement for one driver and puts
+# their results in $out/PLACEMENT-DRV/ (status merged from both guests for "two").
+run_guests() {
+	local pl=$1 drv=$2 dir=$out/$1-$2 rc=0 t0 side pids=()
+	mkdir -p "$dir"
 	t0=$(date +%s)
-	rc=0
-	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout "$vm_timeout" \
-		"$share/bench-$drv.sh" > "$out/$drv.log" 2>&1 || rc=$?
-	wall[$drv]=$(($(date +%s) - t0))
-	[ $rc = 0 ] || echo "guest run on $drv failed (exit $rc): see $out/$drv.log" >&2
-	mkdir -p "$out/$drv"
-	[ -d "$share/out-$drv" ] && cp -r "$share/out-$drv/." "$out/$drv/"
-	echo "guest run on $drv: wall time ${wall[$drv]}s" >&2
-	stage_end
+	if [ "$pl" = one ]; then
+		guest_script "$drv" one > "$share/bench-$drv-one.sh"
+		rm -rf "${share:?}/out-$drv-one"
+		"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout "$vm_timeout" \
+			"$share/bench-$drv-one.sh" > "$dir/guest.log" 2>&1 || rc=$?
+		[ -d "$share/out-$drv-one" ] && cp -r "$share/out-$drv-one/." "$dir/"
+	else
+		for side in server client; do
+			local sh=$out/share-$side link
+			mkdir -p "$sh"
+			cp "$share/rxe_rs.ko" "$sh/"
+			guest_script "$drv" $side > "$sh/bench.sh"
+			rm -rf "${sh:?}/out-$drv-$side"
+			if [ $side = server ]; then
+				link="$port_a:$port_b:52:54:00:77:01:01"
+			else
+				link="$port_b:$port_a:52:54:00:77:01:02"
+			fi
+			"$TOOLS_DIR/vm-run.sh" --kernel test --share "$sh" --timeout "$vm_timeout" \
+				--link "$link" "$sh/bench.sh" > "$dir/guest-$side.log" 2>&1 &
+			pids+=($!)
+		done
+		for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+		for side in server client; do
+			[ -d "$out/share-$side/out-$drv-$side" ] &&
+				cp -r "$out/share-$side/out-$drv-$side/." "$dir/"
+		done
+		# status: the server's exit status from the server's guest, the client's from
+		# the client's.
+		awk 'FNR == NR { s[$1] = $2; next } { print $1, ($1 in s ? s[$1] : "-"), $3, $4 }' \
+			"$out/share-server/out-$drv-server/status" \
+			"$out/share-client/out-$drv-client/status" > "$dir/status" 2>/dev/null || true
+	fi
+	wall[$pl-$drv]=$(($(date +%s) - t0))
+	[ $rc = 0 ] || echo "guest run ($pl, $drv) failed (exit $rc): see $dir/guest*.log" >&2
+	echo "guest run ($pl, $drv): wall time ${wall[$pl-$drv]}s" >&2
+}
+
+declare -A wall
+for pl in $placements; do
+	for drv in rxe rxe_rs; do
+		stage_start "perftest on $drv, placement $pl"
+		run_guests "$pl" "$drv"
+		stage_end
+	done
 done
 
-# figure DRV NAME KIND: the number from the client's output, or "failed". perftest prints
+# figure DIR NAME KIND: the number from the client's output, or "failed". perftest prints
 # a header line that starts with #bytes, its columns named like "BW average[MiB/sec]"
 # (names may contain blanks, each ends with "]" or is #bytes/#iterations), then a line of
 # numbers.
@@ -170,7 +271,12 @@ figure() {
 }
 
 report() {
-	printf 'perftest, rdma_rxe and rxe_rs, kernel %s under QEMU TCG, server and client in one guest\n' "$KVER"
+	local pl=$1 where
+	case $pl in
+	one) where="server and client in one guest, on one device" ;;
+	two) where="server and client in two guests, linked over 127.0.0.1" ;;
+	esac
+	printf 'perftest, rdma_rxe and rxe_rs, kernel %s under QEMU TCG, %s\n' "$KVER" "$where"
 	printf 'iterations scaled by BENCH_ITERS=%s; bandwidth: BW average, atomic: MsgRate, latency: t_typical\n' "$scale"
 	printf 'speedup: rxe_rs/rxe for bandwidth and message rate, rxe/rxe_rs for latency (>1: rxe_rs is faster)\n\n'
 	printf '%-14s %6s %6s %-7s %10s %10s %8s\n' test size iters unit rxe rxe_rs speedup
@@ -181,8 +287,8 @@ report() {
 		rate) unit=Mpps ;;
 		lat) unit=usec ;;
 		esac
-		a=$(figure rxe "$name" "$kind")
-		b=$(figure rxe_rs "$name" "$kind")
+		a=$(figure "$pl-rxe" "$name" "$kind")
+		b=$(figure "$pl-rxe_rs" "$name" "$kind")
 		s=-
 		if [ "$a" != failed ] && [ "$b" != failed ]; then
 			s=$(awk -v a="$a" -v b="$b" -v k="$kind" 'BEGIN {
@@ -192,7 +298,7 @@ report() {
 		printf '%-14s %6s %6s %-7s %10s %10s %8s\n' "$tool" "$size" "$n" "$unit" "$a" "$b" "$s"
 	done <<< "$tests"
 	printf '\nwall time of the guest runs (boot included): rxe %ss, rxe_rs %ss\n' \
-		"${wall[rxe]}" "${wall[rxe_rs]}"
-	printf 'raw outputs: %s/{rxe,rxe_rs}/, consoles: %s/{rxe,rxe_rs}.log\n' "$out" "$out"
+		"${wall[$pl-rxe]}" "${wall[$pl-rxe_rs]}"
+	printf 'raw outputs and consoles: %s/%s-{rxe,rxe_rs}/\n\n' "$out" "$pl"
 }
-report | tee "$out/report.txt"
+for pl in $placements; do report "$pl"; done | tee "$out/report.txt"
