@@ -632,7 +632,8 @@ t_hostile_live() {
 }
 # RC over a lossy, reordering, duplicating link (tc netem on both ends of a veth pair
 # into a peer namespace, a device on each end): ibv_rc_pingpong still moves every
-# message with its data checked, and rxe_rs counts the retransmissions that took.
+# message with its data checked, so does rping (RDMA READ and WRITE), and rxe_rs counts
+# the retransmissions that took.
 # NETEM_ITERS bounds the run; the pairs get 90 s each (rxe takes about 0.5 s per 64 KiB
 # round trip on this link, rxe_rs about 0.1 s).
 NETEM_ITERS=${NETEM_ITERS:-30}
@@ -672,6 +673,13 @@ t_netem_rc() {
 				{ echo "no iteration report"; return 1; }
 		done
 	done
+	# RDMA READ and WRITE over the same link, data verified: rping's server READs the
+	# client's 60000 bytes (59 responses, some of which get lost) and WRITEs them back,
+	# and the client compares (-V).
+	modprobe -a rdma_cm rdma_ucm || return 1
+	pair 7174 "rping -s -a 10.9.0.1 -V -C $NETEM_ITERS -S 60000" \
+		"ip netns exec tpeer rping -c -a 10.9.0.1 -V -C $NETEM_ITERS -S 60000" || return 1
+	if grep -qi 'mismatch' /tmp/server.out /tmp/client.out; then echo "rping: data mismatch"; return 1; fi
 	tc -s qdisc show dev tveth0; ip netns exec tpeer tc -s qdisc show dev tveth1
 	rdma statistic show link "$DEV/1"; rdma statistic show link tdevp/1
 	[ "$DRIVER" = rxe_rs ] || return 0

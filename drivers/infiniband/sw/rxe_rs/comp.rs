@@ -76,7 +76,18 @@ fn data_response(
     let atomic = pkt.info.flags & flag::ATOMIC != 0;
     let expected = psn::add(rec.first_psn, inner.req.read_got);
     if p != expected || is_atomic(rec.opcode) != atomic || !is_read_or_atomic(rec.opcode) {
-        // A duplicate, or one after a lost packet: the timeout sends the request again.
+        // A response of this READ after a lost one: ask again for the rest at once
+        // (once per lost PSN; the responses still on their way are dropped). Anything
+        // else, a duplicate say, is dropped; the timeout asks again if need be.
+        if is_read(rec.opcode)
+            && psn::diff(p, expected) > 0
+            && psn::diff(p, rec.last_psn) <= 0
+            && inner.req.read_retry != Some(expected)
+        {
+            inner.req.read_retry = Some(expected);
+            go_back(dev, inner);
+            return (false, After::Send);
+        }
         return (false, After::Nothing);
     }
     let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
@@ -165,8 +176,17 @@ pub(crate) fn go_back(dev: &RxeDev, inner: &mut QpInner) {
     }
     dev.counters.inc(Counter::Retransmit);
     let rec = inner.req.record(head);
-    inner.req.cur = None;
     inner.req.next = head;
+    if is_read(rec.opcode) && inner.req.read_got > 0 {
+        // A READ whose first responses were placed asks for the rest only (at the PSN
+        // of the first missing response), then everything after it goes again.
+        let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+        inner.req.cur = Some((head, inner.req.read_got * mtu));
+        inner.req_psn = psn::add(rec.first_psn, inner.req.read_got);
+        inner.req.rd_pending = 1;
+        return;
+    }
+    inner.req.cur = None;
     inner.req_psn = rec.first_psn;
     // Everything from the oldest WQE on starts again.
     inner.req.rd_pending = 0;

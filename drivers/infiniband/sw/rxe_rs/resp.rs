@@ -106,8 +106,10 @@ pub(crate) struct RespState {
     /// The last READ and atomic requests, oldest replaced first.
     res: KVec<Resource>,
     res_next: usize,
-    /// The READ response being sent: its resource and the next PSN.
-    sending: Option<(usize, u32)>,
+    /// The READ response being sent: its resource, the next PSN and the PSN the
+    /// request asked from (the resource's first, or a later one when the requester
+    /// asks again for what it lost: the responses then start there, with a FIRST).
+    sending: Option<(usize, u32, u32)>,
     /// Someone is sending responses; `again` asks it to look once more.
     pub(crate) busy: bool,
     pub(crate) again: bool,
@@ -157,7 +159,7 @@ impl RespState {
         let i = self.res_next % self.res.len();
         self.res[i] = r;
         self.res_next = i + 1;
-        if self.sending.is_some_and(|(s, _)| s == i) {
+        if self.sending.is_some_and(|(s, _, _)| s == i) {
             self.sending = None;
         }
         i
@@ -183,7 +185,7 @@ pub(crate) fn next_response(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
 ) -> Option<Outgoing> {
-    let (i, p) = inner.resp.sending?;
+    let (i, p, start) = inner.resp.sending?;
     let r = inner.resp.res.get(i)?;
     let Answer::Read(rkey, va, len) = &r.answer else {
         inner.resp.sending = None;
@@ -191,15 +193,15 @@ pub(crate) fn next_response(
     };
     let (rkey, va, len) = (*rkey, *va, *len);
     let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
-    let n = r.last_psn.wrapping_sub(r.first_psn) & PSN_MASK;
     let k = p.wrapping_sub(r.first_psn) & PSN_MASK;
     let at = u64::from(k) * u64::from(mtu);
     let payload = (u64::from(len) - at.min(u64::from(len))).min(u64::from(mtu)) as usize;
-    let opcode = match (n, k) {
-        (0, _) => 0x10,
-        (_, 0) => 0x0d,
-        (n, k) if k == n => 0x0f,
-        _ => 0x0e,
+    // The responses to one request go FIRST, MIDDLE..., LAST, or ONLY.
+    let opcode = match (p == start, p == r.last_psn) {
+        (true, true) => 0x10,
+        (true, false) => 0x0d,
+        (false, true) => 0x0f,
+        (false, false) => 0x0e,
     };
     let bth = Bth {
         opcode,
@@ -245,7 +247,7 @@ pub(crate) fn next_response(
     inner.resp.sending = if last {
         None
     } else {
-        Some((i, psn::add(p, 1)))
+        Some((i, psn::add(p, 1), start))
     };
     built.ok()
 }
@@ -737,7 +739,7 @@ fn read_or_atomic(
                 reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig),
             ),
             Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
-                inner.resp.sending = Some((i, p));
+                inner.resp.sending = Some((i, p, p));
                 (true, None)
             }
             Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => (
@@ -782,7 +784,7 @@ fn read_or_atomic(
         );
         inner.resp.psn = psn::add(last, 1);
         inner.resp.msn = psn::add(inner.resp.msn, 1);
-        inner.resp.sending = Some((i, p));
+        inner.resp.sending = Some((i, p, p));
         return (true, None);
     }
     let Some(a) = pkt.atomic_eth() else {
