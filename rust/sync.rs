@@ -85,3 +85,34 @@ pub(crate) fn synchronize_rcu() {
     // SAFETY: Called in process context, which the callers' documentation requires.
     unsafe { bindings::synchronize_rcu_expedited() };
 }
+
+/// Bottom halves held off on this CPU; they run (if any became pending) when the
+/// guard is dropped. Made by [`bh_disable`].
+///
+/// # Invariants
+///
+/// `local_bh_disable()` was called on this CPU when the guard was made and is undone
+/// once, by its drop, on the same CPU (the guard is neither `Send` nor `Sync`, and
+/// disabling bottom halves keeps the thread on its CPU).
+pub(crate) struct BhGuard {
+    _not_send: core::marker::PhantomData<*mut ()>,
+}
+
+/// Holds bottom halves off until the guard is dropped: what is queued for one (the
+/// loopback queue's receiver, say) runs after the caller's work, in one go. The holder
+/// must not sleep, and must not hold the guard with interrupts disabled when it drops.
+pub(crate) fn bh_disable() -> BhGuard {
+    // SAFETY: Balanced by the guard's drop, on this CPU (type invariant).
+    unsafe { bindings::rxe_rs_local_bh_disable() };
+    BhGuard {
+        _not_send: core::marker::PhantomData,
+    }
+}
+
+impl Drop for BhGuard {
+    fn drop(&mut self) {
+        // SAFETY: Undoes the disable the guard was made with (type invariant); runs the
+        // bottom halves that became pending unless nested in another.
+        unsafe { bindings::rxe_rs_local_bh_enable() };
+    }
+}

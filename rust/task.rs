@@ -109,14 +109,9 @@ impl<T: TaskRun> Task<T> {
     /// Must not be called with interrupts disabled.
     pub(crate) fn run_bh(this: &Arc<Self>) {
         const { assert!(T::BH, "a process-context task queued in a bottom half") };
-        // SAFETY: Process or softirq context (the caller's duty: interrupts enabled); the
-        // call is balanced below.
-        unsafe { bindings::rxe_rs_local_bh_disable() };
+        let _bh = super::sync::bh_disable();
         // An `Err` gives back the reference of a task that is already queued.
         let _ = system_bh_highpri().enqueue::<_, 0>(this.clone());
-        // SAFETY: Balances the disable above; runs the softirqs that became pending when
-        // not nested in another bottom half.
-        unsafe { bindings::rxe_rs_local_bh_enable() };
     }
 }
 
