@@ -76,12 +76,14 @@ fn data_response(
     let atomic = pkt.info.flags & flag::ATOMIC != 0;
     let expected = psn::add(rec.first_psn, inner.req.read_got);
     if p != expected || is_atomic(rec.opcode) != atomic || !is_read_or_atomic(rec.opcode) {
-        // A response of this READ after a lost one: ask again for the rest at once
-        // (once per lost PSN; the responses still on their way are dropped). Anything
-        // else, a duplicate say, is dropped; the timeout asks again if need be.
+        // A response after a lost one (of this READ, or of a later request when this
+        // READ's last responses or its request were lost): responses come in PSN
+        // order, so ask again for the rest at once (once per lost PSN; the responses
+        // still on their way are dropped). Anything else, a duplicate say, is
+        // dropped; the timeout asks again if need be.
         if is_read(rec.opcode)
             && psn::diff(p, expected) > 0
-            && psn::diff(p, rec.last_psn) <= 0
+            && psn::diff(p, inner.req_psn) < 0
             && inner.req.read_retry != Some(expected)
         {
             inner.req.read_retry = Some(expected);
