@@ -92,7 +92,7 @@ fn data_response(
         }
         return (false, After::Nothing);
     }
-    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let mtu = inner.mtu_bytes();
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
     let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
@@ -182,7 +182,7 @@ pub(crate) fn go_back(dev: &RxeDev, inner: &mut QpInner) {
     if is_read(rec.opcode) && inner.req.read_got > 0 {
         // A READ whose first responses were placed asks for the rest only (at the PSN
         // of the first missing response), then everything after it goes again.
-        let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+        let mtu = inner.mtu_bytes();
         inner.req.cur = Some((head, inner.req.read_got * mtu));
         inner.req_psn = psn::add(rec.first_psn, inner.req.read_got);
         inner.req.rd_pending = 1;

@@ -131,6 +131,13 @@ pub(crate) struct QpInner {
     odp_failed: [bool; OdpWait::COUNT],
 }
 
+impl QpInner {
+    /// The path MTU in bytes (256 until `modify_qp` sets one).
+    pub(crate) fn mtu_bytes(&self) -> u32 {
+        self.attrs.path_mtu.map_or(256, |m| m.bytes())
+    }
+}
+
 /// Who waits for pages of an on-demand MR to be faulted in, and is run again once they
 /// are.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]

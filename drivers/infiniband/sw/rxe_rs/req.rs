@@ -209,7 +209,7 @@ fn connected(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
 ) -> Step {
-    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let mtu = inner.mtu_bytes();
     let (index, offset) = match inner.req.cur {
         Some(c) => c,
         None => {
@@ -444,7 +444,7 @@ fn read_or_atomic(
     let mut data: Option<[u8; 8]> = None;
     // A READ asked for again after lost responses asks for what it still lacks:
     // `offset` bytes (whole responses) were placed already.
-    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let mtu = inner.mtu_bytes();
     let offset = if is_read(rec.opcode) && offset < rec.length {
         offset
     } else {

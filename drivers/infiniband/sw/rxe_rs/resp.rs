@@ -192,7 +192,7 @@ pub(crate) fn next_response(
         return None;
     };
     let (rkey, va, len) = (*rkey, *va, *len);
-    let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+    let mtu = inner.mtu_bytes();
     let k = p.wrapping_sub(r.first_psn) & PSN_MASK;
     let at = u64::from(k) * u64::from(mtu);
     let payload = (u64::from(len) - at.min(u64::from(len))).min(u64::from(mtu)) as usize;
@@ -771,7 +771,7 @@ fn read_or_atomic(
                 }
             }
         };
-        let mtu = inner.attrs.path_mtu.map_or(256, |m| m.bytes());
+        let mtu = inner.mtu_bytes();
         let n = reth.len.div_ceil(mtu).max(1);
         let last = psn::add(p, n - 1);
         let i = inner.resp.keep(
