@@ -12,6 +12,7 @@
 # reports; a failed test shows "failed" and the run goes on. Not part of make check.
 #
 #   BENCH_ITERS=SCALE    multiplies every iteration count (default 1; e.g. 0.01 to try it)
+#   BENCH_REPEAT=N       runs of each test (default 3); the table shows their median
 #   BENCH_TIMEOUT=SECS   limit of each perftest tool run (default 120)
 #   BENCH_PLACEMENTS="one two"   which placements to run (default both)
 #   BENCH_ONLY=REGEX     only the tests whose name matches (e.g. 'read_bw')
@@ -25,10 +26,12 @@ set -euo pipefail
 scale=${BENCH_ITERS:-1}
 tool_timeout=${BENCH_TIMEOUT:-120}
 placements=${BENCH_PLACEMENTS:-one two}
+repeat=${BENCH_REPEAT:-3}
 port_a=${RXE_RS_LINK_PORT:-47021}
 port_b=$((port_a + 1))
 [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_ITERS must be a number (a scale of the iteration counts), not '$scale'"
 [[ $tool_timeout =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a number of seconds, not '$tool_timeout'"
+[[ $repeat =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a number of runs, not '$repeat'"
 for p in $placements; do
 	[[ $p = one || $p = two ]] || die "BENCH_PLACEMENTS takes one and two, not '$p'"
 done
@@ -56,8 +59,8 @@ if [ -n "${BENCH_ONLY:-}" ]; then
 	[ -n "$tests" ] || die "BENCH_ONLY='$BENCH_ONLY' matches no test"
 fi
 ntests=$(wc -l <<< "$tests")
-# Each test takes at most the wait for its server (30 s) and the timeout; add the boot.
-vm_timeout=$((ntests * (tool_timeout + 40) + 300))
+# Each run takes at most the wait for its server (30 s) and the timeout; add the boot.
+vm_timeout=$((ntests * repeat * (tool_timeout + 40) + 300))
 
 rm -rf "$out"
 mkdir -p "$out" "$share"
@@ -71,9 +74,10 @@ stage_end
 # "one" runs server and client of every test on its one device; "server" and "client"
 # are the two guests of the two-guest placement, on eth1 (server 192.168.77.1, client
 # .2), running the tests in the same order, the client retrying each until the server
-# listens. Results go to /mnt/host/out-$DRV-$ROLE: NAME.server and/or NAME.client (the
-# tools' output) and a line per test in status (name, server and client exit status,
-# "-" for the side this guest does not run, seconds).
+# listens. Each test runs REPEAT times in a row, run K named NAME.K. Results go to
+# /mnt/host/out-$DRV-$ROLE: NAME.K.server and/or NAME.K.client (the tools' output) and a
+# line per run in status (NAME.K, server and client exit status, "-" for the side this
+# guest does not run, seconds).
 guest_script() {
 	local drv=$1 role=$2 load
 	if [ "$drv" = rxe ]; then load="modprobe rdma_rxe"; else load="insmod /mnt/host/rxe_rs.ko"; fi
@@ -81,6 +85,7 @@ guest_script() {
 DRV=$drv
 ROLE=$role
 TO=$tool_timeout
+REPEAT=$repeat
 TESTS='$tests'
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 $load || exit 1
@@ -135,7 +140,9 @@ client() {
 	done
 }
 
-echo "$TESTS" > /tmp/tests
+echo "$TESTS" | while read -r test tool size iters kind; do
+	for k in $(seq "$REPEAT"); do echo "$test.$k $tool $size $iters $kind"; done
+done > /tmp/tests
 while read -r name tool size iters kind; do
 	case $kind in
 	rate) cmd="$tool -d $DEV -x $idx -F -n $iters" ;;
@@ -237,11 +244,11 @@ for pl in $placements; do
 	done
 done
 
-# figure DIR NAME KIND: the number from the client's output, or "failed". perftest prints
-# a header line that starts with #bytes, its columns named like "BW average[MiB/sec]"
-# (names may contain blanks, each ends with "]" or is #bytes/#iterations), then a line of
-# numbers.
-figure() {
+# run_figure DIR RUN KIND: the number from the client's output of one run, or "failed".
+# perftest prints a header line that starts with #bytes, its columns named like
+# "BW average[MiB/sec]" (names may contain blanks, each ends with "]" or is
+# #bytes/#iterations), then a line of numbers.
+run_figure() {
 	local dir=$out/$1 name=$2 col v
 	case $3 in
 	bw) col='BW average[' ;;
@@ -270,6 +277,22 @@ figure() {
 	if [[ $v =~ ^[0-9]+\.?[0-9]*$ ]]; then echo "$v"; else echo failed; fi
 }
 
+# figure DIR NAME KIND: the median of the test's runs that did not fail, followed by
+# "(K/N)" when only K of the N runs gave a figure; "failed" when none did.
+figure() {
+	local k v vals=() ok=0
+	for k in $(seq "$repeat"); do
+		v=$(run_figure "$1" "$2.$k" "$3")
+		[ "$v" = failed ] && continue
+		vals+=("$v")
+		ok=$((ok + 1))
+	done
+	[ $ok = 0 ] && { echo failed; return; }
+	v=$(printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
+		END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
+	if [ $ok = "$repeat" ]; then echo "$v"; else echo "$v($ok/$repeat)"; fi
+}
+
 report() {
 	local pl=$1 where
 	case $pl in
@@ -278,8 +301,9 @@ report() {
 	esac
 	printf 'perftest, rdma_rxe and rxe_rs, kernel %s under QEMU TCG, %s\n' "$KVER" "$where"
 	printf 'iterations scaled by BENCH_ITERS=%s; bandwidth: BW average, atomic: MsgRate, latency: t_typical\n' "$scale"
+	printf 'each figure the median of %s runs; (K/N): only K of the N runs gave one\n' "$repeat"
 	printf 'speedup: rxe_rs/rxe for bandwidth and message rate, rxe/rxe_rs for latency (>1: rxe_rs is faster)\n\n'
-	printf '%-14s %6s %6s %-7s %10s %10s %8s\n' test size iters unit rxe rxe_rs speedup
+	printf '%-14s %6s %6s %-7s %14s %14s %8s\n' test size iters unit rxe rxe_rs speedup
 	local name tool size n kind unit a b s
 	while read -r name tool size n kind; do
 		case $kind in
@@ -291,11 +315,11 @@ report() {
 		b=$(figure "$pl-rxe_rs" "$name" "$kind")
 		s=-
 		if [ "$a" != failed ] && [ "$b" != failed ]; then
-			s=$(awk -v a="$a" -v b="$b" -v k="$kind" 'BEGIN {
+			s=$(awk -v a="${a%%(*}" -v b="${b%%(*}" -v k="$kind" 'BEGIN {
 				if (k == "lat") { x = a; y = b } else { x = b; y = a }
 				if (y == 0) print "-"; else printf "%.2f", x / y }')
 		fi
-		printf '%-14s %6s %6s %-7s %10s %10s %8s\n' "$tool" "$size" "$n" "$unit" "$a" "$b" "$s"
+		printf '%-14s %6s %6s %-7s %14s %14s %8s\n' "$tool" "$size" "$n" "$unit" "$a" "$b" "$s"
 	done <<< "$tests"
 	printf '\nwall time of the guest runs (boot included): rxe %ss, rxe_rs %ss\n' \
 		"${wall[$pl-rxe]}" "${wall[$pl-rxe_rs]}"
