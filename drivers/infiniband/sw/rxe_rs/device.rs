@@ -132,6 +132,60 @@ impl Drop for Loopback {
     }
 }
 
+/// How many QPs may owe an acknowledgement at once, device-wide; a QP that finds the
+/// list full sends its acknowledgement at once.
+const ACK_BATCH: usize = 32;
+
+/// The QPs (by number) that owe their peers an acknowledgement.
+pub(crate) struct AckQueue {
+    qpns: [u32; ACK_BATCH],
+    len: usize,
+    /// The device, held for the sender queued next (taken by it while it runs); the
+    /// sender is queued while this is `Some`.
+    dev: Option<DeviceRef<RxeRs>>,
+}
+
+/// The sender of owed acknowledgements: a task that runs in a bottom half, after the
+/// one that received the packets (see [`RxeDev::owe_ack`]).
+#[pin_data]
+pub(crate) struct AckTx {
+    #[pin]
+    q: SpinLockIrq<AckQueue>,
+}
+
+impl TaskRun for AckTx {
+    const BH: bool = true;
+
+    /// Sends the acknowledgement each listed QP owes, finding the QPs by number (a QP
+    /// destroyed meanwhile is not found, or found dead).
+    fn run(task: &Arc<Task<Self>>) {
+        let (dev, qpns, len) = {
+            let mut q = task.q.lock();
+            let Some(dev) = q.dev.take() else {
+                return;
+            };
+            let len = core::mem::take(&mut q.len);
+            (dev, q.qpns, len)
+        };
+        let _rcu = kernel::sync::rcu::read_lock();
+        for &qpn in &qpns[..len] {
+            if let Some(qp) = dev.qp_table.get(qpn) {
+                RxeQp::send_owed_ack(&dev, &qp);
+            }
+        }
+    }
+}
+
+/// The owed-acknowledgement list and its sender; dropping it waits for a run in
+/// progress.
+struct Acks(Arc<Task<AckTx>>);
+
+impl Drop for Acks {
+    fn drop(&mut self) {
+        Task::cancel(&self.0);
+    }
+}
+
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RxeDev {
@@ -163,6 +217,7 @@ pub(crate) struct RxeDev {
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
     lo: Loopback,
+    acks: Acks,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -200,6 +255,13 @@ impl RxeDev {
                     dev: None,
                 })),
             }))?),
+            acks: Acks(Task::new(try_pin_init!(AckTx {
+                q <- new_spinlock_irq!(AckQueue {
+                    qpns: [0; ACK_BATCH],
+                    len: 0,
+                    dev: None,
+                }),
+            }))?),
             atomic_lock <- new_spinlock_irq!(()),
             wq: Workqueue::new(c_str!("rxe_rs"))?,
         })
@@ -233,6 +295,37 @@ impl RxeDev {
             *q.dev = Some(held);
         }
         Task::run_bh(&dev.lo.0);
+    }
+
+    /// Notes that QP `qpn` owes its peer an acknowledgement, to be sent in a bottom half
+    /// that runs after the current one: every packet received in the meantime (a
+    /// network receive softirq's batch, a run of the loopback queue's receiver) that
+    /// asks for one is then acknowledged by that one packet, since an acknowledgement
+    /// covers every PSN before its own. Returns `false` when the QP is to send it
+    /// itself (the list is full, or the device is being unregistered). Called from a
+    /// bottom half.
+    pub(crate) fn owe_ack(dev: &Device<RxeRs>, qpn: u32) -> bool {
+        let queue = {
+            let mut q = dev.acks.0.q.lock();
+            if q.len == ACK_BATCH {
+                return false;
+            }
+            let queue = q.dev.is_none();
+            if queue {
+                let Some(held) = dev.get_ref() else {
+                    return false;
+                };
+                q.dev = Some(held);
+            }
+            let i = q.len;
+            q.qpns[i] = qpn;
+            q.len += 1;
+            queue
+        };
+        if queue {
+            Task::run_bh(&dev.acks.0);
+        }
+        true
     }
 
     /// Applies an atomic operation to the 8 bytes at `va` of `mr`: `op` makes the new

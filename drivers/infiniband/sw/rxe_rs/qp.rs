@@ -20,7 +20,7 @@
 
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
-use crate::device::RxeRs;
+use crate::device::{RxeDev, RxeRs};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
@@ -800,13 +800,42 @@ impl RxeQp {
                     }
                     inner.resp.busy = false;
                     inner.resp.again = false;
+                    // An acknowledgement owed for requests after the READs answered
+                    // follows their responses.
+                    if !inner.dead && !inner.resp.has_responses() {
+                        if let Some(o) = crate::resp::owed(ndev, shared, &mut inner) {
+                            drop(inner);
+                            crate::xmit::send(dev, ndev, o);
+                        }
+                    }
+                    break;
                 }
                 out
             };
-            match out {
-                Some(o) => crate::xmit::send(dev, ndev, o),
-                None => break,
+            if let Some(o) = out {
+                crate::xmit::send(dev, ndev, o);
             }
+        }
+    }
+
+    /// Sends the acknowledgement the QP owes (see [`crate::resp::owed`]), unless READ
+    /// responses are still to go first (their sender sends it after them).
+    pub(crate) fn send_owed_ack(dev: &Device<RxeRs>, qp: &Arc<Task<QpShared>>) {
+        let out = {
+            let mut inner = qp.inner.lock();
+            inner.resp.ack_listed = false;
+            let live = matches!(
+                inner.state,
+                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+            );
+            if inner.dead || !live || inner.resp.has_responses() {
+                None
+            } else {
+                crate::resp::owed(&dev.ndev, qp, &mut inner)
+            }
+        };
+        if let Some(o) = out {
+            crate::xmit::send(dev, &dev.ndev, o);
         }
     }
 
@@ -835,12 +864,22 @@ impl RxeQp {
         if pkt.info.flags & flag::REQUEST != 0 {
             let (taken, reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
             let responses = inner.resp.has_responses();
+            // Any other response goes after the acknowledgement owed so far.
+            let owed = if reply.is_some() || responses {
+                crate::resp::owed(ndev, qp, &mut inner)
+            } else {
+                None
+            };
+            let list = inner.resp.ack_to_list();
             drop(inner);
-            if let Some(out) = reply {
+            for out in [owed, reply].into_iter().flatten() {
                 crate::xmit::send(dev, ndev, out);
             }
             if responses {
                 Self::run_responder(dev, ndev, qp);
+            }
+            if list && !RxeDev::owe_ack(dev, qp.qp_num()) {
+                Self::send_owed_ack(dev, qp);
             }
             return taken;
         }

@@ -101,6 +101,11 @@ pub(crate) struct RespState {
     pub(crate) held: Option<RecvWqe>,
     /// A sequence NAK was sent for the expected PSN and not answered yet.
     nak_sent: bool,
+    /// The acknowledgement owed for the packets taken (its PSN and MSN), not sent yet:
+    /// see [`owed`].
+    ack_owed: Option<(u32, u32)>,
+    /// The QP's number is on the device's list of QPs owing an acknowledgement.
+    pub(crate) ack_listed: bool,
     /// The QP took a packet since it left RESET (communication is established).
     established: bool,
     /// The last READ and atomic requests, oldest replaced first.
@@ -124,6 +129,8 @@ impl RespState {
             msg: None,
             held: None,
             nak_sent: false,
+            ack_owed: None,
+            ack_listed: false,
             established: false,
             res: KVec::with_capacity(resources, GFP_KERNEL)?,
             res_next: 0,
@@ -140,6 +147,7 @@ impl RespState {
         self.msg = None;
         self.held = None;
         self.nak_sent = false;
+        self.ack_owed = None;
         self.established = false;
         self.res.clear();
         self.res_next = 0;
@@ -176,6 +184,31 @@ impl RespState {
     pub(crate) fn has_responses(&self) -> bool {
         self.sending.is_some()
     }
+
+    /// Whether an acknowledgement is owed and the QP's number is not listed for it yet
+    /// (the caller lists it).
+    pub(crate) fn ack_to_list(&mut self) -> bool {
+        let list = self.ack_owed.is_some() && !self.ack_listed;
+        self.ack_listed |= list;
+        list
+    }
+}
+
+/// The acknowledgement the QP owes, taken from its state, built.
+///
+/// An in-sequence packet that asks for an acknowledgement is not answered at once: the
+/// acknowledgement is owed, and sent after the receive batch that took the packet, so
+/// that one acknowledgement answers every such packet of the batch (an acknowledgement
+/// covers every PSN up to its own). A response of any other kind (a NAK, an atomic
+/// acknowledgement, READ responses) is sent after the owed acknowledgement, which it
+/// follows in PSN order.
+pub(crate) fn owed(ndev: &NetDevice, shared: &Arc<Task<QpShared>>, inner: &mut QpInner) -> Reply {
+    let (psn, msn) = inner.resp.ack_owed.take()?;
+    let aeth = Aeth {
+        syndrome: ACK_CREDITS,
+        msn,
+    };
+    reply(ndev, shared, inner, ACK, psn, aeth, 0)
 }
 
 /// Builds the next READ response, if one is waiting.
@@ -211,10 +244,7 @@ pub(crate) fn next_response(
         ..Default::default()
     };
     let ext = Ext {
-        aeth: Aeth {
-            syndrome: ACK_CREDITS,
-            msn: inner.resp.msn,
-        },
+        aeth: aeth(inner, ACK_CREDITS),
         ..Default::default()
     };
     let last = p == r.last_psn;
@@ -338,7 +368,29 @@ fn ack(
     psn: u32,
     syndrome: u8,
 ) -> Reply {
-    reply(ndev, shared, inner, ACK, psn, syndrome, 0)
+    reply(ndev, shared, inner, ACK, psn, aeth(inner, syndrome), 0)
+}
+
+/// A successful response without payload (an atomic acknowledgement with the original
+/// value `orig`, or an empty READ response) of `opcode` for `psn`.
+fn answer(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &QpInner,
+    opcode: u8,
+    psn: u32,
+    orig: u64,
+) -> Reply {
+    let aeth = aeth(inner, ACK_CREDITS);
+    reply(ndev, shared, inner, opcode, psn, aeth, orig)
+}
+
+/// An AETH with `syndrome` and the QP's MSN.
+fn aeth(inner: &QpInner, syndrome: u8) -> Aeth {
+    Aeth {
+        syndrome,
+        msn: inner.resp.msn,
+    }
 }
 
 /// An RNR NAK of `psn` with the QP's minimum RNR timer: the peer is to send the request
@@ -356,14 +408,14 @@ fn rnr_nak(
 }
 
 /// A response without payload: `opcode` (an ACK, an atomic ACK with the original value
-/// `orig`, or an empty READ response) for `psn`, with `syndrome` and the MSN.
+/// `orig`, or an empty READ response) for `psn`, with `aeth`.
 fn reply(
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &QpInner,
     opcode: u8,
     psn: u32,
-    syndrome: u8,
+    aeth: Aeth,
     orig: u64,
 ) -> Reply {
     let bth = Bth {
@@ -374,10 +426,7 @@ fn reply(
         ..Default::default()
     };
     let ext = Ext {
-        aeth: Aeth {
-            syndrome,
-            msn: inner.resp.msn,
-        },
+        aeth,
         atomic_ack: orig,
         ..Default::default()
     };
@@ -652,12 +701,10 @@ fn rc(
                     RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
                 }
             }
-            let reply = if pkt.bth.ack_req {
-                ack(ndev, shared, inner, p, ACK_CREDITS)
-            } else {
-                None
-            };
-            (true, reply)
+            if pkt.bth.ack_req {
+                inner.resp.ack_owed = Some((p, inner.resp.msn));
+            }
+            (true, None)
         }
         // Missing pages are being faulted in: the requester waits as for a receive
         // WQE (as RoCE NICs with on-demand paging do).
@@ -734,18 +781,16 @@ fn read_or_atomic(
             return (false, None);
         };
         return match inner.resp.res[i].answer {
-            Answer::Atomic(orig) if atomic => (
-                true,
-                reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig),
-            ),
+            Answer::Atomic(orig) if atomic => {
+                (true, answer(ndev, shared, inner, ATOMIC_ACK, p, orig))
+            }
             Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
                 inner.resp.sending = Some((i, p, p));
                 (true, None)
             }
-            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => (
-                true,
-                reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0),
-            ),
+            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => {
+                (true, answer(ndev, shared, inner, READ_RESPONSE_ONLY, p, 0))
+            }
             _ => (false, None),
         };
     }
@@ -834,10 +879,7 @@ fn read_or_atomic(
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (
-        true,
-        reply(ndev, shared, inner, ATOMIC_ACK, p, ACK_CREDITS, orig),
-    )
+    (true, answer(ndev, shared, inner, ATOMIC_ACK, p, orig))
 }
 
 /// A new ATOMIC WRITE (8 bytes placed as one) or FLUSH (the data placed before it is
@@ -910,10 +952,7 @@ fn flush_or_atomic_write(
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (
-        true,
-        reply(ndev, shared, inner, READ_RESPONSE_ONLY, p, ACK_CREDITS, 0),
-    )
+    (true, answer(ndev, shared, inner, READ_RESPONSE_ONLY, p, 0))
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)
