@@ -33,7 +33,7 @@ use crate::ib::{
     sync::{new_spinlock_irq, SpinLockIrq},
 };
 use crate::param::{self, Quota};
-use crate::recv::Recv;
+use crate::recv::{Recv, Source};
 use crate::stats::{Counter, Counters};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
@@ -108,7 +108,7 @@ impl TaskRun for LoopRx {
                     next
                 };
                 match next {
-                    Some(skb) => crate::recv::deliver(&dev, skb),
+                    Some(skb) => crate::recv::deliver(&dev, skb, Source::Loopback),
                     None => {
                         drained = true;
                         break;

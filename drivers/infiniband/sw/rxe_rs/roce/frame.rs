@@ -250,6 +250,17 @@ pub fn seal(out: &mut [u8], layout: &Layout) -> Result<(), BuildError> {
     Ok(())
 }
 
+/// Writes zeros where the ICRC goes, for a packet that is never checked (one the device
+/// sends itself, which never leaves the driver).
+pub fn seal_unchecked(out: &mut [u8], layout: &Layout) -> Result<(), BuildError> {
+    if out.len() != layout.total_len() {
+        return Err(BuildError::BadBuffer);
+    }
+    let n = out.len();
+    out[n - ICRC_LEN..].fill(0);
+    Ok(())
+}
+
 /// The UDP source port of a QP's packets: a hash of its number into 0xc000..=0xffff, so
 /// that flows spread over paths and receive queues.
 pub fn source_port(qpn: u32) -> u16 {
@@ -308,6 +319,12 @@ mod tests {
         reference[10..12].copy_from_slice(&[0xa5, 0x21]);
         seal(&mut reference, &layout).unwrap();
         assert_eq!(&reference[0x40..], &[0x64, 0xda, 0x62, 0x9f]);
+        // Unchecked, only the ICRC differs: it is zero.
+        let mut unchecked = b;
+        seal_unchecked(&mut unchecked, &layout).unwrap();
+        assert_eq!(&unchecked[..0x40], &b[..0x40]);
+        assert_eq!(&unchecked[0x40..], &[0; 4]);
+        assert!(seal_unchecked(&mut unchecked[..0x43], &layout).is_err());
     }
 
     #[test]
