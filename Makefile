@@ -10,7 +10,8 @@
 #   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
 #   make stress           the every-object loop at length (ROUNDS=2000) on the debug kernel
 #   make bench            perftest bandwidth and latency on rxe and on rxe_rs, in one guest
-#                         and across two (BENCH_ITERS=scale, BENCH_PLACEMENTS="one two")
+#                         and across two (BENCH_ITERS=scale, BENCH_REPEAT=runs,
+#                         BENCH_PLACEMENTS="one two")
 #   make interop          wire interop: a guest with C rxe against one with rxe_rs
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
