@@ -9,6 +9,7 @@
 #include <linux/etherdevice.h>
 #include <linux/if_ether.h>
 #include <net/addrconf.h>
+#include <net/dst.h>
 #include <net/net_namespace.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_umem_odp.h>

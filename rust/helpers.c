@@ -252,14 +252,16 @@ struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u
 }
 
 /*
- * Routes a packet the caller built (IP header first) out of ndev's namespace, from saddr
- * to daddr (4 or 16 bytes), and sends it. Consumes the buffer in every case.
+ * Looks up the route from saddr to daddr (both 4 bytes for IPv4, 16 for IPv6) out of
+ * ndev, in ndev's namespace. Returns it with a reference for the caller, or an
+ * ERR_PTR(); *cookie is what rxe_rs_dst_check() later checks it against (IPv6).
  */
-int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
-		       const u8 *saddr, const u8 *daddr)
+struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, bool ipv6, const u8 *saddr,
+				      const u8 *daddr, u32 *cookie)
 {
 	struct net *net = dev_net(ndev);
 
+	*cookie = 0;
 	if (!ipv6) {
 		struct flowi4 fl = {};
 		struct rtable *rt;
@@ -269,15 +271,7 @@ int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 		memcpy(&fl.saddr, saddr, 4);
 		memcpy(&fl.daddr, daddr, 4);
 		rt = ip_route_output_key(net, &fl);
-		if (IS_ERR(rt)) {
-			kfree_skb(skb);
-			return PTR_ERR(rt);
-		}
-		skb_set_transport_header(skb, sizeof(struct iphdr));
-		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
-		skb_dst_set(skb, &rt->dst);
-		skb->protocol = htons(ETH_P_IP);
-		return ip_local_out(net, NULL, skb);
+		return IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
 	}
 #if IS_ENABLED(CONFIG_IPV6)
 	{
@@ -289,20 +283,58 @@ int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
 		memcpy(&fl6.saddr, saddr, 16);
 		memcpy(&fl6.daddr, daddr, 16);
 		dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
-		if (IS_ERR(dst)) {
-			kfree_skb(skb);
-			return PTR_ERR(dst);
-		}
-		skb_set_transport_header(skb, sizeof(struct ipv6hdr));
-		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
-		skb_dst_set(skb, dst);
-		skb->protocol = htons(ETH_P_IPV6);
-		return ip6_local_out(net, NULL, skb);
+		if (!IS_ERR(dst))
+			*cookie = rt6_get_cookie(dst_rt6_info(dst));
+		return dst;
 	}
 #else
-	kfree_skb(skb);
-	return -EAFNOSUPPORT;
+	return ERR_PTR(-EAFNOSUPPORT);
 #endif
+}
+
+/* Whether a route the caller holds is still the one to use (no route change since). */
+bool rxe_rs_dst_check(struct dst_entry *dst, u32 cookie)
+{
+	return dst_check(dst, cookie) != NULL;
+}
+
+/* Another reference on a route the caller holds one of. */
+void rxe_rs_dst_hold(struct dst_entry *dst)
+{
+	dst_hold(dst);
+}
+
+/*
+ * Sends a packet the caller built (IP header first) along dst, which its addresses were
+ * routed with. Consumes the buffer and the route's reference in every case. Returns 0
+ * if the packet was handed on, a negative error if it was dropped (also by a full queue
+ * below us, which the IP stack reports as NET_XMIT_DROP).
+ */
+int rxe_rs_skb_xmit_dst(struct sk_buff *skb, struct dst_entry *dst, bool ipv6)
+{
+	struct net *net = dev_net(skb->dev);
+	int rc;
+
+	skb_dst_set(skb, dst);
+	if (!ipv6) {
+		skb_set_transport_header(skb, sizeof(struct iphdr));
+		memset(IPCB(skb), 0, sizeof(*IPCB(skb)));
+		skb->protocol = htons(ETH_P_IP);
+		rc = ip_local_out(net, NULL, skb);
+	} else {
+#if IS_ENABLED(CONFIG_IPV6)
+		skb_set_transport_header(skb, sizeof(struct ipv6hdr));
+		memset(IP6CB(skb), 0, sizeof(*IP6CB(skb)));
+		skb->protocol = htons(ETH_P_IPV6);
+		rc = ip6_local_out(net, NULL, skb);
+#else
+		kfree_skb(skb);
+		return -EAFNOSUPPORT;
+#endif
+	}
+	/* Congestion notified: the packet was queued. */
+	rc = net_xmit_eval(rc);
+	return rc > 0 ? -ENOBUFS : rc;
 }
 
 /* Turns a built packet into a received one: data from its UDP header on. */

@@ -66,8 +66,11 @@ void rxe_rs_spin_unlock_irqrestore(spinlock_t *lock, unsigned long flags);
 int rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
 
 struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u8 **data);
-int rxe_rs_skb_xmit_ip(struct sk_buff *skb, struct net_device *ndev, bool ipv6,
-		       const u8 *saddr, const u8 *daddr);
+struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, bool ipv6, const u8 *saddr,
+				      const u8 *daddr, u32 *cookie);
+bool rxe_rs_dst_check(struct dst_entry *dst, u32 cookie);
+void rxe_rs_dst_hold(struct dst_entry *dst);
+int rxe_rs_skb_xmit_dst(struct sk_buff *skb, struct dst_entry *dst, bool ipv6);
 void rxe_rs_skb_loop(struct sk_buff *skb, unsigned int ip_len);
 void rxe_rs_skb_list_init(struct sk_buff_head *list);
 void rxe_rs_skb_list_push(struct sk_buff_head *list, struct sk_buff *skb);

@@ -11,14 +11,19 @@
 //! network header up to the end of the data.
 //!
 //! A packet to send is made with [`Skb::new_ip`]: one linear buffer, written whole by
-//! the driver from the IP header on ([`Skb::ip_bytes_mut`]), then either routed out
-//! through the IP stack ([`Skb::send_ip`]) or turned into a received packet
-//! ([`Skb::into_received`]) for a destination on the same device. [`SkbList`] queues
+//! the driver from the IP header on ([`OutSkb::ip_bytes_mut`]), then either routed out
+//! through the IP stack ([`OutSkb::send_ip`]) or turned into a received packet
+//! ([`OutSkb::into_received`]) for a destination on the same device. A sender keeps the
+//! route of its last packet in a [`RouteCache`] for its next ones. [`SkbList`] queues
 //! buffers under a lock its owner provides.
 
-use super::{bindings, netdev::NetDevice};
+use super::{
+    bindings,
+    netdev::NetDevice,
+    sync::{new_spinlock_irq, SpinLockIrq},
+};
 use core::ptr::NonNull;
-use kernel::{prelude::*, types::Opaque};
+use kernel::{error::from_err_ptr, prelude::*, types::Opaque};
 
 /// An owned socket buffer.
 ///
@@ -55,23 +60,26 @@ impl OutSkb {
     }
 
     /// Routes the packet from `saddr` to `daddr` (both 4 bytes for IPv4, 16 for IPv6)
-    /// out of `ndev`'s namespace and hands it to the IP stack. Must not be called with
+    /// out of `ndev`, with the route `routes` kept from an earlier packet to the same
+    /// place if it is still valid, and hands it to the IP stack. Fails if it found no
+    /// route or the packet was dropped below (a full queue). Must not be called with
     /// interrupts disabled.
-    pub(crate) fn send_ip(self, ndev: &NetDevice, saddr: &[u8], daddr: &[u8]) -> Result {
-        let ipv6 = match (saddr.len(), daddr.len()) {
-            (4, 4) => false,
-            (16, 16) => true,
-            _ => return Err(EINVAL),
-        };
+    pub(crate) fn send_ip(
+        self,
+        ndev: &NetDevice,
+        routes: &RouteCache,
+        saddr: &[u8],
+        daddr: &[u8],
+    ) -> Result {
+        let route = routes.route(ndev, saddr, daddr)?;
         let raw = self.skb.ptr.as_ptr();
         core::mem::forget(self.skb);
-        // SAFETY: The buffer is ours and its reference is handed over (the helper
-        // consumes it in every case); the addresses are as long as `ipv6` says.
-        let rc = unsafe {
-            bindings::rxe_rs_skb_xmit_ip(raw, ndev.as_raw(), ipv6, saddr.as_ptr(), daddr.as_ptr())
-        };
-        // Positive values are congestion notices of a packet that was taken.
-        kernel::error::to_result(rc.min(0))
+        let (dst, ipv6) = (route.ptr.as_ptr(), route.ipv6);
+        core::mem::forget(route);
+        // SAFETY: The buffer and the route are ours, and their references are handed
+        // over (the helper consumes both in every case); the buffer's netdev is
+        // `ndev`, which the route leaves through.
+        kernel::error::to_result(unsafe { bindings::rxe_rs_skb_xmit_dst(raw, dst, ipv6) })
     }
 
     /// The packet as it would be received: data from its UDP header (after `ip_len`
@@ -221,5 +229,140 @@ impl PinnedDrop for SkbList {
     fn drop(self: Pin<&mut Self>) {
         // SAFETY: The list is initialised and ours; this frees what is left on it.
         unsafe { bindings::rxe_rs_skb_list_purge(self.head.get()) };
+    }
+}
+
+/// A route out of a netdev (`struct dst_entry`), one reference of which this value
+/// holds.
+///
+/// # Invariants
+///
+/// `ptr` is a valid route whose reference this value owns, released when dropped;
+/// `cookie` is what its validity is checked against; `ipv6` says its family.
+struct Route {
+    ptr: NonNull<bindings::dst_entry>,
+    cookie: u32,
+    ipv6: bool,
+}
+
+// SAFETY: A route reference may be used and released from any thread.
+unsafe impl Send for Route {}
+
+impl Route {
+    /// Looks up the route from `saddr` to `daddr` (both 4 bytes for IPv4, 16 for IPv6)
+    /// out of `ndev`, in its namespace.
+    fn lookup(ndev: &NetDevice, saddr: &[u8], daddr: &[u8]) -> Result<Self> {
+        let ipv6 = match (saddr.len(), daddr.len()) {
+            (4, 4) => false,
+            (16, 16) => true,
+            _ => return Err(EINVAL),
+        };
+        let mut cookie = 0;
+        // SAFETY: `ndev` is live; the addresses are as long as `ipv6` says; `cookie` is
+        // a valid out-parameter.
+        let dst = from_err_ptr(unsafe {
+            bindings::rxe_rs_route_lookup(
+                ndev.as_raw(),
+                ipv6,
+                saddr.as_ptr(),
+                daddr.as_ptr(),
+                &mut cookie,
+            )
+        })?;
+        // INVARIANT: The lookup returned a route with a reference for us.
+        Ok(Self {
+            ptr: NonNull::new(dst).ok_or(EINVAL)?,
+            cookie,
+            ipv6,
+        })
+    }
+
+    /// Another reference on the same route.
+    fn hold(&self) -> Self {
+        // SAFETY: The route is valid and we hold a reference (type invariant).
+        unsafe { bindings::rxe_rs_dst_hold(self.ptr.as_ptr()) };
+        // INVARIANT: The reference just taken.
+        Self {
+            ptr: self.ptr,
+            cookie: self.cookie,
+            ipv6: self.ipv6,
+        }
+    }
+
+    /// Whether the route is still the one to use: no routing change made it obsolete.
+    fn valid(&self) -> bool {
+        // SAFETY: The route is valid and we hold a reference (type invariant).
+        unsafe { bindings::rxe_rs_dst_check(self.ptr.as_ptr(), self.cookie) }
+    }
+}
+
+impl Drop for Route {
+    fn drop(&mut self) {
+        // SAFETY: We own one reference (type invariant). Releasing it does not sleep.
+        unsafe { bindings::dst_release(self.ptr.as_ptr()) };
+    }
+}
+
+/// The route of a sender's last packet, kept for its next packets to the same place, as
+/// a connected socket keeps its route: a QP's packets go to its one peer.
+///
+/// A kept route is used only for the same source and destination and only while the IP
+/// stack says it is valid (`dst_check()`): a routing change makes the next packet look
+/// its route up again. Holding a route does not hold its netdev: when a netdev goes
+/// away the IP stack moves its routes off it.
+#[pin_data]
+pub(crate) struct RouteCache {
+    #[pin]
+    last: SpinLockIrq<Option<KeptRoute>>,
+}
+
+/// A kept route and the addresses it was looked up for.
+struct KeptRoute {
+    saddr: [u8; 16],
+    daddr: [u8; 16],
+    len: usize,
+    route: Route,
+}
+
+impl KeptRoute {
+    fn is_for(&self, saddr: &[u8], daddr: &[u8]) -> bool {
+        saddr.len() == self.len
+            && daddr.len() == self.len
+            && self.saddr.get(..self.len) == Some(saddr)
+            && self.daddr.get(..self.len) == Some(daddr)
+    }
+}
+
+impl RouteCache {
+    /// A cache that keeps no route yet.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            last <- new_spinlock_irq!(None, "RouteCache::last"),
+        })
+    }
+
+    /// The route from `saddr` to `daddr` out of `ndev`: the kept one if it is still
+    /// valid, or a new one, which is kept in its place.
+    fn route(&self, ndev: &NetDevice, saddr: &[u8], daddr: &[u8]) -> Result<Route> {
+        {
+            let last = self.last.lock();
+            if let Some(kept) = last.as_ref().filter(|k| k.is_for(saddr, daddr)) {
+                if kept.route.valid() {
+                    return Ok(kept.route.hold());
+                }
+            }
+        }
+        let route = Route::lookup(ndev, saddr, daddr)?;
+        let mut kept = KeptRoute {
+            saddr: [0; 16],
+            daddr: [0; 16],
+            len: saddr.len(),
+            route: route.hold(),
+        };
+        kept.saddr[..saddr.len()].copy_from_slice(saddr);
+        kept.daddr[..daddr.len()].copy_from_slice(daddr);
+        // The route it replaces is released once the lock is.
+        let _old = self.last.lock().replace(kept);
+        Ok(route)
     }
 }

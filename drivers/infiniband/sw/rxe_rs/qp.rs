@@ -32,6 +32,7 @@ use crate::ib::{
         transition_ok, AddressVector, NetworkType, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent,
         QpEvents, QpInit, QpState, QpType,
     },
+    skb::RouteCache,
     task::{Task, TaskRun, Workqueue},
     wr::{RecvWr, SendWr, WcQp},
 };
@@ -173,6 +174,9 @@ pub(crate) struct QpShared {
     pub(crate) rq_max_sge: u32,
     #[pin]
     inner: SpinLockIrq<QpInner>,
+    /// The route of the QP's last packet, for the next ones.
+    #[pin]
+    routes: RouteCache,
     pub(crate) send_cq: CqHandle,
     pub(crate) recv_cq: CqHandle,
     /// The SRQ receives come from, kept alive while the QP is.
@@ -447,6 +451,7 @@ impl RxeQp {
                 odp: [None; OdpWait::COUNT],
                 odp_failed: [false; OdpWait::COUNT],
             }),
+            routes <- RouteCache::new(),
             send_cq,
             recv_cq,
             srq,
@@ -763,7 +768,7 @@ impl RxeQp {
                 }
             };
             match step {
-                Step::Packet(out) => crate::xmit::send(dev, ndev, out),
+                Step::Packet(out) => crate::xmit::send(dev, ndev, &shared.routes, out),
                 Step::Again => continue,
                 Step::Idle => break,
             }
@@ -805,7 +810,7 @@ impl RxeQp {
                     if !inner.dead && !inner.resp.has_responses() {
                         if let Some(o) = crate::resp::owed(ndev, shared, &mut inner) {
                             drop(inner);
-                            crate::xmit::send(dev, ndev, o);
+                            crate::xmit::send(dev, ndev, &shared.routes, o);
                         }
                     }
                     break;
@@ -813,7 +818,7 @@ impl RxeQp {
                 out
             };
             if let Some(o) = out {
-                crate::xmit::send(dev, ndev, o);
+                crate::xmit::send(dev, ndev, &shared.routes, o);
             }
         }
     }
@@ -835,7 +840,7 @@ impl RxeQp {
             }
         };
         if let Some(o) = out {
-            crate::xmit::send(dev, &dev.ndev, o);
+            crate::xmit::send(dev, &dev.ndev, &qp.routes, o);
         }
     }
 
@@ -873,7 +878,7 @@ impl RxeQp {
             let list = inner.resp.ack_to_list();
             drop(inner);
             for out in [owed, reply].into_iter().flatten() {
-                crate::xmit::send(dev, ndev, out);
+                crate::xmit::send(dev, ndev, &qp.routes, out);
             }
             if responses {
                 Self::run_responder(dev, ndev, qp);

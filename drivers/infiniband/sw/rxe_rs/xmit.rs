@@ -9,6 +9,10 @@
 //! stack must not be entered with interrupts off, and a packet to the device itself is
 //! received at once, which takes QP locks of its own.
 //!
+//! The route a packet leaves by is looked up from its addresses, or taken from its QP's
+//! [`RouteCache`] when its last packet went to the same place and the route is still
+//! valid.
+//!
 //! Packets whose destination GID is their source GID never leave the device: they go
 //! through the device's loopback queue into the same receive checks and counters as a
 //! packet from the network (see `RxeDev::loopback`). rxe does the same; traffic between
@@ -19,7 +23,7 @@ use crate::ib::{
     device::Device,
     netdev::NetDevice,
     qp::{AddressVector, NetworkType},
-    skb::{OutSkb, Skb},
+    skb::{OutSkb, RouteCache, Skb},
 };
 use crate::roce::{
     frame::{self, Ext, Ip, Layout},
@@ -117,16 +121,17 @@ pub(crate) fn build<E>(
     })
 }
 
-/// Sends a built packet. Must be called with no QP lock held.
-pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, out: Outgoing) {
+/// Sends a built packet of a QP whose kept route is `routes`. Must be called with no QP
+/// lock held.
+pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, out: Outgoing) {
     dev.counters.inc(Counter::Sent);
     let sent = match out.route {
         Route::Local => out
             .skb
             .into_received(out.ip_len)
             .map(|skb| crate::device::RxeDev::loopback(dev, skb)),
-        Route::V4 { src, dst } => out.skb.send_ip(ndev, &src, &dst),
-        Route::V6 { src, dst } => out.skb.send_ip(ndev, &src, &dst),
+        Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
+        Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
     };
     if sent.is_err() {
         dev.counters.inc(Counter::SendError);
