@@ -643,8 +643,10 @@ gid_of() {
 has_gid_of() { [ -n "$(gid_of "$1" "$2")" ]; }
 # end_race DONE FAILED: DONE's side ran all its iterations, FAILED's ran out of retries.
 end_race() { grep -q "^$NETEM_ITERS iters in" "$1" && grep -q 'retry counter exceeded' "$2"; }
-t_netem_rc() {
-	local TO=90
+# veth_pair: a veth pair into a peer namespace, 10.9.0.1 on tveth0 here and 10.9.0.2
+# on tveth1 there, a device on each end ($DEV and tdevp); sets i0 and i1 to their IPv4
+# GID indexes.
+veth_pair() {
 	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
 	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
 	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
@@ -654,6 +656,10 @@ t_netem_rc() {
 	wait_for has_gid_of tdevp '::ffff:10\.9\.0\.2' || return 1
 	i0=$(gid_of "$DEV" '::ffff:10\.9\.0\.1'); i1=$(gid_of tdevp '::ffff:10\.9\.0\.2')
 	[ -n "$i0" ] && [ -n "$i1" ] || { echo "no IPv4 GIDs: '$i0' '$i1'"; return 1; }
+}
+t_netem_rc() {
+	local TO=90
+	veth_pair || return 1
 	tc qdisc add dev tveth0 root netem delay 1ms reorder 25% 50% loss 1% duplicate 1% || return 1
 	ip netns exec tpeer tc qdisc add dev tveth1 root netem delay 1ms reorder 25% 50% loss 1% duplicate 1% || return 1
 	for size in 4096 65536; do
@@ -703,6 +709,42 @@ t_netem_rc() {
 	r1=$(($(counter ack_timeouts) + $(counter ack_timeouts tdevp)))
 	echo "sequence NAKs received $r0, acknowledgement timeouts $r1"
 	[ $((r0 + r1)) -gt 0 ] || { echo "retransmissions without a sequence NAK or a timeout"; return 1; }
+}
+# An RC stream between two devices keeps going when the address it is sent from is
+# deleted and added again, three times, under it: each time the IP stack drops the
+# routes through that address (a route kept from before then leads nowhere: what is sent
+# along it is discarded), the packets sent meanwhile are lost and sent again, and the
+# QP's kept route must be looked up anew, or the stream runs out of retries. (Taking
+# the link down instead would also stop it for up to a second, until the kernel's link
+# watch turns the carrier on again: longer than ibv_rc_pingpong's retries last.)
+# FLAP_ITERS round trips of 4 KiB (fewer on the debug kernel).
+FLAP_ITERS=${FLAP_ITERS:-1000}
+t_rc_addr_readded() {
+	local TO=90 n=$FLAP_ITERS
+	veth_pair || return 1
+	srv="ibv_rc_pingpong -d $DEV -g $i0 -n $n -s 4096 -c"
+	timeout "$TO" $srv > /tmp/server.out 2>&1 &
+	spid=$!
+	wait_for listening 18515 || { echo "server not listening"; kill "$spid"; return 1; }
+	ip netns exec tpeer timeout "$TO" ibv_rc_pingpong -d tdevp -g "$i1" -n $n -s 4096 -c \
+		10.9.0.1 > /tmp/client.out 2>&1 &
+	cpid=$!
+	sleep 1
+	for k in 1 2 3; do
+		ip addr del 10.9.0.1/24 dev tveth0 && ip addr add 10.9.0.1/24 dev tveth0 ||
+			{ kill "$cpid" "$spid"; return 1; }
+		echo "address deleted and added again ($k)"
+		sleep 0.5
+	done
+	wait "$cpid"; crc=$?
+	wait "$spid"; src=$?
+	echo "server ($src):"; sed 's/^/  /' /tmp/server.out
+	echo "client ($crc):"; sed 's/^/  /' /tmp/client.out
+	rdma statistic show link "$DEV/1"
+	[ $src = 0 ] && [ $crc = 0 ] || return 1
+	if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
+	grep -q "^$n iters in" /tmp/server.out && grep -q "^$n iters in" /tmp/client.out ||
+		{ echo "no iteration report"; return 1; }
 }
 # A device on a netdev of another network namespace listens on port 4791 there; deleting
 # the namespace removes the device (its netdev goes) and closes the namespace's sockets.
@@ -851,6 +893,7 @@ run netdev_unregister_removes_device t_netdev_removed
 run hostile_packets_dropped_and_counted t_hostile_packets
 run hostile_packets_to_live_qps t_hostile_live
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
+run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user

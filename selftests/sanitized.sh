@@ -3,11 +3,11 @@
 # Runs guest-tests.sh for rxe_rs on the debug kernel with its sanitizers watching:
 # kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
 # /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
-# environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS, NETEM_ITERS, DESTROY_TRAFFIC_ROUNDS)
-# passes through to the tests;
-# traffic runs fewer iterations here than on the test kernel (KASAN under TCG is slow).
+# environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS, NETEM_ITERS, FLAP_ITERS,
+# DESTROY_TRAFFIC_ROUNDS) passes through to the tests; traffic runs fewer iterations
+# here than on the test kernel (KASAN under TCG is slow).
 # The IPv6 ping-pongs and the latency tests repeat what their neighbours exercise.
-export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024} NETEM_ITERS=${NETEM_ITERS:-5}
+export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024} NETEM_ITERS=${NETEM_ITERS:-5} FLAP_ITERS=${FLAP_ITERS:-200}
 # Four rounds: each destroy variant once (RTS, ERR, SQD, RTR; on an SRQ RTS and ERR twice).
 export DESTROY_TRAFFIC_ROUNDS=${DESTROY_TRAFFIC_ROUNDS:-4}
 # Five of pyverbs' ODP tests, one per path that meets page faults: the responder
