@@ -731,13 +731,24 @@ t_rc_addr_readded() {
 	cpid=$!
 	sleep 1
 	for k in 1 2 3; do
-		ip addr del 10.9.0.1/24 dev tveth0 && ip addr add 10.9.0.1/24 dev tveth0 ||
-			{ kill "$cpid" "$spid"; return 1; }
-		echo "address deleted and added again ($k)"
+		t0=$(date +%s%N)
+		printf 'address del 10.9.0.1/24 dev tveth0\naddress add 10.9.0.1/24 dev tveth0\n' |
+			ip -batch - || { kill "$cpid" "$spid"; return 1; }
+		echo "address deleted and added again ($k) in $((($(date +%s%N) - t0) / 1000000)) ms"
 		sleep 0.5
 	done
-	wait "$cpid"; crc=$?
-	wait "$spid"; src=$?
+	# The first side to fail stops the other (on rxe the server's QP fails at once and
+	# the client would wait for its timeout).
+	while kill -0 "$cpid" 2>/dev/null && kill -0 "$spid" 2>/dev/null; do sleep 0.2; done
+	if ! kill -0 "$cpid" 2>/dev/null; then
+		wait "$cpid"; crc=$?
+		[ $crc = 0 ] || kill "$spid" 2>/dev/null
+		wait "$spid"; src=$?
+	else
+		wait "$spid"; src=$?
+		[ $src = 0 ] || kill "$cpid" 2>/dev/null
+		wait "$cpid"; crc=$?
+	fi
 	echo "server ($src):"; sed 's/^/  /' /tmp/server.out
 	echo "client ($crc):"; sed 's/^/  /' /tmp/client.out
 	rdma statistic show link "$DEV/1"
