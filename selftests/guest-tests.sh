@@ -717,10 +717,9 @@ t_netem_rc() {
 # QP's kept route must be looked up anew, or the stream runs out of retries. (Taking
 # the link down instead would also stop it for up to a second, until the kernel's link
 # watch turns the carrier on again: longer than ibv_rc_pingpong's retries last.)
-# FLAP_ITERS round trips of 4 KiB (fewer on the debug kernel).
-FLAP_ITERS=${FLAP_ITERS:-1000}
+# 1000 round trips of 4 KiB.
 t_rc_addr_readded() {
-	local TO=90 n=$FLAP_ITERS
+	local TO=90 n=1000
 	veth_pair || return 1
 	srv="ibv_rc_pingpong -d $DEV -g $i0 -n $n -s 4096 -c"
 	timeout "$TO" $srv > /tmp/server.out 2>&1 &
