@@ -284,10 +284,16 @@ pair() {
 	echo "client ($crc): $3"; sed 's/^/  /' /tmp/client.out
 	[ $src = 0 ] && [ $crc = 0 ]
 }
+# pp_ok ITERS: the ping-pong whose two sides' output is in /tmp/server.out and
+# /tmp/client.out moved its data intact (with -c the server prints "invalid data" on a
+# mismatch, and its exit status stays 0) and both sides report ITERS iterations.
+pp_ok() {
+	if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
+	grep -q "^$1 iters in" /tmp/server.out && grep -q "^$1 iters in" /tmp/client.out ||
+		{ echo "no iteration report"; return 1; }
+}
 # pingpong rc|uc|ud|srq v4|v6 SIZES: ibv_*_pingpong at each size, polling and with -e
-# (sleeping on CQ events). With -c the server checks the client's data and prints
-# "invalid data" on a mismatch (its exit status stays 0); both sides must report their
-# iterations.
+# (sleeping on CQ events), each with its data checked (pp_ok).
 pingpong() {
 	with_dev || return 1
 	idx=$(gid_index "$2") || return 1
@@ -297,9 +303,7 @@ pingpong() {
 		for ev in "" -e; do
 			cmd="ibv_$1_pingpong -d $DEV -g $idx -n $PP_ITERS -s $size -c${ev:+ $ev}"
 			pair 18515 "$cmd" "$cmd 127.0.0.1" || return 1
-			if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
-			grep -q "^$PP_ITERS iters in" /tmp/server.out && grep -q "^$PP_ITERS iters in" /tmp/client.out ||
-				{ echo "no iteration report"; return 1; }
+			pp_ok "$PP_ITERS" || return 1
 		done
 	done
 }
@@ -676,9 +680,7 @@ t_netem_rc() {
 				echo "end race (one side finished; the other's last ACK was lost): once more"
 				pair 18515 "$srv" "$cli" || return 1
 			fi
-			if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
-			grep -q "^$NETEM_ITERS iters in" /tmp/server.out && grep -q "^$NETEM_ITERS iters in" /tmp/client.out ||
-				{ echo "no iteration report"; return 1; }
+			pp_ok "$NETEM_ITERS" || return 1
 		done
 	done
 	# RDMA READ and WRITE over the same link, data verified: rping's server READs the
@@ -752,9 +754,7 @@ t_rc_addr_readded() {
 	echo "client ($crc):"; sed 's/^/  /' /tmp/client.out
 	rdma statistic show link "$DEV/1"
 	[ $src = 0 ] && [ $crc = 0 ] || return 1
-	if grep -q 'invalid data' /tmp/server.out /tmp/client.out; then echo "data check failed"; return 1; fi
-	grep -q "^$n iters in" /tmp/server.out && grep -q "^$n iters in" /tmp/client.out ||
-		{ echo "no iteration report"; return 1; }
+	pp_ok "$n" || return 1
 }
 # A device on a netdev of another network namespace listens on port 4791 there; deleting
 # the namespace removes the device (its netdev goes) and closes the namespace's sockets.
