@@ -139,10 +139,10 @@ struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata)
 	return rdma_udata_to_uverbs_attr_bundle(udata)->context;
 }
 
-/* An unbound workqueue that can make progress under memory pressure. */
+/* A per-CPU, high-priority workqueue that can make progress under memory pressure. */
 struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name)
 {
-	return alloc_workqueue("%s", WQ_UNBOUND | WQ_MEM_RECLAIM, 0, name);
+	return alloc_workqueue("%s", WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0, name);
 }
 
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr)
@@ -507,4 +507,13 @@ void rxe_rs_local_bh_disable(void)
 void rxe_rs_local_bh_enable(void)
 {
 	local_bh_enable();
+}
+
+/* Queues @work on @wq (a per-CPU workqueue) on @cpu, or on this CPU if @cpu is offline. */
+bool rxe_rs_queue_work_on(struct workqueue_struct *wq, unsigned int cpu,
+			  struct work_struct *work)
+{
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		return queue_work(wq, work);
+	return queue_work_on(cpu, wq, work);
 }

@@ -29,7 +29,7 @@ use kernel::{
     sync::Arc,
     workqueue::{
         impl_has_delayed_work, impl_has_work, new_delayed_work, system_bh_highpri, DelayedWork,
-        Queue, Work, WorkItem,
+        Queue, RawWorkItem, Work, WorkItem,
     },
 };
 
@@ -165,7 +165,9 @@ unsafe impl Send for Workqueue {}
 unsafe impl Sync for Workqueue {}
 
 impl Workqueue {
-    /// An unbound workqueue named `name` (the name is copied).
+    /// A per-CPU, high-priority workqueue named `name` (the name is copied) that makes
+    /// progress under memory pressure: work queued from a CPU runs on that CPU unless
+    /// [`Workqueue::run_on`] names another.
     pub(crate) fn new(name: &CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated; the function copies it.
         let raw = unsafe { bindings::rxe_rs_alloc_workqueue(name.as_char_ptr()) };
@@ -178,6 +180,22 @@ impl Workqueue {
     fn queue(&self) -> &Queue {
         // SAFETY: By the type invariant the workqueue lives as long as `self`.
         unsafe { Queue::from_raw(self.raw.as_ptr().cast()) }
+    }
+
+    /// Queues `task` as [`Workqueue::run`] does, to run on `cpu` (on this CPU if `cpu`
+    /// is not online).
+    pub(crate) fn run_on<T: TaskRun>(&self, task: &Arc<Task<T>>, cpu: kernel::cpu::CpuId) {
+        const { assert!(!T::BH, "a bottom-half task queued on a workqueue") };
+        let wq = self.raw.as_ptr();
+        // SAFETY: The closure returns `false` only when the work was queued already. The
+        // pointer it gets is the task's work, valid while the call lasts and, once
+        // queued, until the work has run (the `Arc` given to `__enqueue` keeps the task
+        // alive); `wq` is our live workqueue; `Task<T>` is `Send` and `'static`.
+        let _ = unsafe {
+            <Arc<Task<T>> as RawWorkItem<0>>::__enqueue(task.clone(), |work| {
+                bindings::rxe_rs_queue_work_on(wq, cpu.as_u32(), work.cast())
+            })
+        };
     }
 
     /// Queues `task` unless it is queued already (then it runs once for both reasons).

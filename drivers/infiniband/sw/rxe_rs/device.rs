@@ -132,21 +132,31 @@ impl Drop for Loopback {
     }
 }
 
-/// How many QPs may owe an acknowledgement at once, device-wide; a QP that finds the
-/// list full sends its acknowledgement at once.
+/// How many QPs may owe work at once, device-wide; a QP that finds the list full does
+/// its work at once.
 const ACK_BATCH: usize = 32;
 
-/// The QPs (by number) that owe their peers an acknowledgement.
+/// What a QP owes after a receive batch.
+#[derive(Clone, Copy)]
+pub(crate) enum Owed {
+    /// An acknowledgement to its peer.
+    Ack = 1,
+    /// A run of its requester: responses opened the window or completed WQEs.
+    Send = 2,
+}
+
+/// The QPs (by number) that owe work after the receive batch, with what they owe (a
+/// mask of [`Owed`]).
 pub(crate) struct AckQueue {
-    qpns: [u32; ACK_BATCH],
+    qpns: [(u32, u8); ACK_BATCH],
     len: usize,
     /// The device, held for the sender queued next (taken by it while it runs); the
     /// sender is queued while this is `Some`.
     dev: Option<DeviceRef<RxeRs>>,
 }
 
-/// The sender of owed acknowledgements: a task that runs in a bottom half, after the
-/// one that received the packets (see [`RxeDev::owe_ack`]).
+/// The sender of owed acknowledgements and requester runs: a task that runs in a
+/// bottom half, after the one that received the packets (see [`RxeDev::owe`]).
 #[pin_data]
 pub(crate) struct AckTx {
     #[pin]
@@ -156,8 +166,9 @@ pub(crate) struct AckTx {
 impl TaskRun for AckTx {
     const BH: bool = true;
 
-    /// Sends the acknowledgement each listed QP owes, finding the QPs by number (a QP
-    /// destroyed meanwhile is not found, or found dead).
+    /// Does what each listed QP owes, finding the QPs by number (a QP destroyed
+    /// meanwhile is not found, or found dead): acknowledgements first, then the
+    /// requesters.
     fn run(task: &Arc<Task<Self>>) {
         let (dev, qpns, len) = {
             let mut q = task.q.lock();
@@ -168,9 +179,15 @@ impl TaskRun for AckTx {
             (dev, q.qpns, len)
         };
         let _rcu = kernel::sync::rcu::read_lock();
-        for &qpn in &qpns[..len] {
-            if let Some(qp) = dev.qp_table.get(qpn) {
+        for &(qpn, owed) in &qpns[..len] {
+            let Some(qp) = dev.qp_table.get(qpn) else {
+                continue;
+            };
+            if owed & Owed::Ack as u8 != 0 {
                 RxeQp::send_owed_ack(&dev, &qp);
+            }
+            if owed & Owed::Send as u8 != 0 {
+                RxeQp::kick_requester(&dev, &qp);
             }
         }
     }
@@ -257,7 +274,7 @@ impl RxeDev {
             }))?),
             acks: Acks(Task::new(try_pin_init!(AckTx {
                 q <- new_spinlock_irq!(AckQueue {
-                    qpns: [0; ACK_BATCH],
+                    qpns: [(0, 0); ACK_BATCH],
                     len: 0,
                     dev: None,
                 }),
@@ -297,17 +314,22 @@ impl RxeDev {
         Task::run_bh(&dev.lo.0);
     }
 
-    /// Notes that QP `qpn` owes its peer an acknowledgement, to be sent in a bottom half
-    /// that runs after the current one: every packet received in the meantime (a
-    /// network receive softirq's batch, a run of the loopback queue's receiver) that
-    /// asks for one is then acknowledged by that one packet, since an acknowledgement
-    /// covers every PSN before its own. Returns `false` when the QP is to send it
-    /// itself (the list is full, or the device is being unregistered). Called from a
-    /// bottom half.
-    pub(crate) fn owe_ack(dev: &Device<RxeRs>, qpn: u32) -> bool {
+    /// Notes that QP `qpn` owes `what` (an acknowledgement to its peer, a run of its
+    /// requester), to be done in a bottom half that runs after the current one: every
+    /// packet received in the meantime (a network receive softirq's batch, a run of
+    /// the loopback queue's receiver) that asks for it is then served by that one
+    /// acknowledgement (it covers every PSN before its own) or that one run. Returns
+    /// `false` when the QP is to do it itself (the list is full, or the device is
+    /// being unregistered). Called from a bottom half.
+    pub(crate) fn owe(dev: &Device<RxeRs>, qpn: u32, what: Owed) -> bool {
         let queue = {
             let mut q = dev.acks.0.q.lock();
-            if q.len == ACK_BATCH {
+            let len = q.len;
+            if let Some(e) = q.qpns[..len].iter_mut().find(|e| e.0 == qpn) {
+                e.1 |= what as u8;
+                return true;
+            }
+            if len == ACK_BATCH {
                 return false;
             }
             let queue = q.dev.is_none();
@@ -317,8 +339,7 @@ impl RxeDev {
                 };
                 q.dev = Some(held);
             }
-            let i = q.len;
-            q.qpns[i] = qpn;
+            q.qpns[len] = (qpn, what as u8);
             q.len += 1;
             queue
         };

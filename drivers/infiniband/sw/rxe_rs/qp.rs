@@ -20,7 +20,7 @@
 
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
-use crate::device::{RxeDev, RxeRs};
+use crate::device::{Owed, RxeDev, RxeRs};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
@@ -46,7 +46,17 @@ use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    cpu::CpuId,
+    prelude::*,
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc,
+    },
+};
+
+/// The doorbell of the QP never rang.
+const NO_CPU: u32 = u32::MAX;
 
 /// The GSI QP's Q_Key.
 pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
@@ -177,6 +187,9 @@ pub(crate) struct QpShared {
     /// The route of the QP's last packet, for the next ones.
     #[pin]
     routes: RouteCache,
+    /// The CPU the QP's doorbell last rang on ([`NO_CPU`] before the first): where
+    /// the requester runs when responses let it send (see [`RxeQp::kick_requester`]).
+    tx_cpu: Atomic<u32>,
     pub(crate) send_cq: CqHandle,
     pub(crate) recv_cq: CqHandle,
     /// The SRQ receives come from, kept alive while the QP is.
@@ -430,6 +443,7 @@ impl RxeQp {
             sq_max_inline: cap.max_inline_data,
             rq_max_sge: cap.max_recv_sge,
             qp_num: Number::new(),
+            tx_cpu: Atomic::new(NO_CPU),
             inner <- new_spinlock_irq!(QpInner {
                 state: QpState::Reset,
                 attrs: Attrs {
@@ -724,6 +738,26 @@ impl RxeQp {
         true
     }
 
+    /// Runs the requester on the CPU the QP's doorbell last rang on: at once if that is
+    /// this CPU (or none rang), else as the QP's work item there. Called from a bottom
+    /// half, in an RCU read-side section.
+    pub(crate) fn kick_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+        match CpuId::from_u32(shared.tx_cpu.load(Relaxed)) {
+            Some(cpu) if cpu != CpuId::current() => {
+                {
+                    let mut inner = shared.inner.lock();
+                    // Nothing queues a dead QP's work item (see `destroy`).
+                    if inner.dead {
+                        return;
+                    }
+                    inner.kick = true;
+                }
+                dev.wq.run_on(shared, cpu);
+            }
+            _ => Self::run_requester(dev, shared),
+        }
+    }
+
     /// Runs the requester until the send queue has nothing more to send now.
     ///
     /// Packets are built under the QP's lock and sent after it is released, in an RCU
@@ -883,15 +917,19 @@ impl RxeQp {
             if responses {
                 Self::run_responder(dev, ndev, qp);
             }
-            if list && !RxeDev::owe_ack(dev, qp.qp_num()) {
+            if list && !RxeDev::owe(dev, qp.qp_num(), Owed::Ack) {
                 Self::send_owed_ack(dev, qp);
             }
             return taken;
         }
         let (taken, after) = crate::comp::response(dev, qp, &mut inner, pkt);
         drop(inner);
+        // What the responses of the batch let the requester send goes after the
+        // batch, in one run, on the CPU of the QP's process.
         if let After::Send = after {
-            Self::run_requester(dev, qp);
+            if !RxeDev::owe(dev, qp.qp_num(), Owed::Send) {
+                Self::kick_requester(dev, qp);
+            }
         }
         taken
     }
@@ -1129,6 +1167,7 @@ impl RxeQp {
             // No new send is started while draining or after a send queue error.
             QpState::Sqd | QpState::Sqe => Ok(()),
             QpState::Rts => {
+                qp.shared.tx_cpu.store(CpuId::current().as_u32(), Relaxed);
                 drop(inner);
                 Self::run_requester(qp.device(), &qp.shared);
                 Ok(())
