@@ -15,6 +15,8 @@
 #   BENCH_REPEAT=N       runs of each test (default 3); the table shows their median
 #   BENCH_TIMEOUT=SECS   limit of each perftest tool run (default 120)
 #   BENCH_PLACEMENTS="one two"   which placements to run (default both)
+#   BENCH_DRIVERS="rxe rxe_rs"   which drivers to run (default both; the other's
+#                        figures show "failed")
 #   BENCH_ONLY=REGEX     only the tests whose name matches (e.g. 'read_bw')
 #   RXE_RS_LINK_PORT=PORT  first of the two UDP ports on 127.0.0.1 of the guests' link
 #
@@ -26,6 +28,7 @@ set -euo pipefail
 scale=${BENCH_ITERS:-1}
 tool_timeout=${BENCH_TIMEOUT:-120}
 placements=${BENCH_PLACEMENTS:-one two}
+drivers=${BENCH_DRIVERS:-rxe rxe_rs}
 repeat=${BENCH_REPEAT:-3}
 port_a=${RXE_RS_LINK_PORT:-47021}
 port_b=$((port_a + 1))
@@ -34,6 +37,9 @@ port_b=$((port_a + 1))
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a number of runs, not '$repeat'"
 for p in $placements; do
 	[[ $p = one || $p = two ]] || die "BENCH_PLACEMENTS takes one and two, not '$p'"
+done
+for d in $drivers; do
+	[[ $d = rxe || $d = rxe_rs ]] || die "BENCH_DRIVERS takes rxe and rxe_rs, not '$d'"
 done
 
 out=$TOP_DIR/build/bench
@@ -127,15 +133,25 @@ echo "bench: $DRV ($ROLE), device $DEV on $NDEV, GID index $idx, kernel $(uname 
 timeout 10 ib_send_bw --version 2>&1 | head -n 1 | sed 's/^/bench: perftest /'
 
 # client NAME CMD: the client side, retried (bounded: 30 s) while nothing listens yet.
+# A server that never listened again (its last tool run stuck in the kernel, as a
+# driver's hung destroy leaves it) fails the rest of the runs at once.
 client() {
+	if [ -f /tmp/server-gone ]; then
+		echo "not run: the server did not listen for an earlier run" > "$OUT/$1.client"
+		return 1
+	fi
 	i=0
+	t=$(date +%s)
 	while :; do
 		timeout "$TO" $2 "$SERVER" > "$OUT/$1.client" 2>&1 < /dev/null
 		rc=$?
 		[ $rc = 0 ] && return 0
 		grep -q "Couldn't connect" "$OUT/$1.client" || return $rc
 		i=$((i + 1))
-		[ $i -gt 60 ] && return $rc
+		if [ $i -gt 60 ] || [ $(($(date +%s) - t)) -gt 30 ]; then
+			: > /tmp/server-gone
+			return $rc
+		fi
 		sleep 0.5
 	done
 }
@@ -150,6 +166,7 @@ while read -r name tool size iters kind; do
 	esac
 	echo "bench: $name: $cmd"
 	t0=$(now)
+	grep '^cpu[0-9]' /proc/stat > /tmp/cpu0
 	src=- crc=-
 	case $ROLE in
 	one)
@@ -182,6 +199,18 @@ while read -r name tool size iters kind; do
 	for f in server client; do
 		[ -f "$OUT/$name.$f" ] && { echo "--- $f"; cat "$OUT/$name.$f"; }
 	done
+	# Where each vCPU's time went during the run, in percent: which side was
+	# saturated, and in what context.
+	grep '^cpu[0-9]' /proc/stat > /tmp/cpu1
+	echo "--- cpu during $name"
+	awk 'FNR == NR { for (i = 2; i <= 9; i++) a[$1, i] = $i; next }
+		{
+			n = 0; for (i = 2; i <= 9; i++) { d[i] = $i - a[$1, i]; n += d[i] }
+			if (n == 0) n = 1
+			printf "%s: user %.0f%%, system %.0f%%, irq %.0f%%, softirq %.0f%%, idle %.0f%%\n",
+				$1, 100 * (d[2] + d[3]) / n, 100 * d[4] / n, 100 * d[7] / n,
+				100 * d[8] / n, 100 * (d[5] + d[6]) / n
+		}' /tmp/cpu0 /tmp/cpu1
 	# The device's counters so far (retransmissions, NAKs, drops), for the reader.
 	echo "--- counters after $name"; rdma statistic show link "$DEV/1"
 done < /tmp/tests
@@ -219,7 +248,19 @@ run_guests() {
 				--link "$link" "$sh/bench.sh" > "$dir/guest-$side.log" 2>&1 &
 			pids+=($!)
 		done
-		for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+		# The client's guest ends when its runs are done; the server's may be stuck in
+		# a tool the driver left hanging: it gets the time of one run more.
+		wait "${pids[1]}" || rc=$?
+		local waited=0
+		while kill -0 "${pids[0]}" 2>/dev/null && [ $waited -lt $((tool_timeout + 30)) ]; do
+			sleep 1
+			waited=$((waited + 1))
+		done
+		if kill -0 "${pids[0]}" 2>/dev/null; then
+			echo "bench: the server's guest ($drv) did not end after the client's; stopped" >&2
+			pkill -f -- "path=$out/share-server," 2>/dev/null || true
+		fi
+		wait "${pids[0]}" || rc=$?
 		for side in server client; do
 			[ -d "$out/share-$side/out-$drv-$side" ] &&
 				cp -r "$out/share-$side/out-$drv-$side/." "$dir/"
@@ -237,7 +278,7 @@ run_guests() {
 
 declare -A wall
 for pl in $placements; do
-	for drv in rxe rxe_rs; do
+	for drv in $drivers; do
 		stage_start "perftest on $drv, placement $pl"
 		run_guests "$pl" "$drv"
 		stage_end
@@ -322,7 +363,7 @@ report() {
 		printf '%-14s %6s %6s %-7s %14s %14s %8s\n' "$tool" "$size" "$n" "$unit" "$a" "$b" "$s"
 	done <<< "$tests"
 	printf '\nwall time of the guest runs (boot included): rxe %ss, rxe_rs %ss\n' \
-		"${wall[$pl-rxe]}" "${wall[$pl-rxe_rs]}"
+		"${wall[$pl-rxe]:--}" "${wall[$pl-rxe_rs]:--}"
 	printf 'raw outputs and consoles: %s/%s-{rxe,rxe_rs}/\n\n' "$out" "$pl"
 }
 for pl in $placements; do report "$pl"; done | tee "$out/report.txt"
