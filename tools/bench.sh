@@ -99,7 +99,6 @@ GUEST
 	cat <<'GUEST'
 DEV=bench0
 OUT=/mnt/host/out-$DRV-$ROLE
-PORT=18515
 mkdir -p "$OUT"
 : > "$OUT/status"
 wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.2; done; }
@@ -132,23 +131,24 @@ fi
 echo "bench: $DRV ($ROLE), device $DEV on $NDEV, GID index $idx, kernel $(uname -r)"
 timeout 10 ib_send_bw --version 2>&1 | head -n 1 | sed 's/^/bench: perftest /'
 
-# client NAME CMD: the client side, retried (bounded: 30 s) while nothing listens yet.
-# A server that never listened again (its last tool run stuck in the kernel, as a
-# driver's hung destroy leaves it) fails the rest of the runs at once.
+# client NAME CMD: the client side, retried while nothing listens yet. Each run has a
+# port of its own, so a client never reaches the server of another run; it waits for
+# its server as long as a server's run can last (and 30 s), so that the side that fell
+# behind (a run hung until its timeout on one side only) is waited for. A server that
+# never listened in all that time (its last tool stuck in the kernel, as a driver's
+# hung destroy leaves it) fails the rest of the runs at once.
 client() {
 	if [ -f /tmp/server-gone ]; then
 		echo "not run: the server did not listen for an earlier run" > "$OUT/$1.client"
 		return 1
 	fi
-	i=0
 	t=$(date +%s)
 	while :; do
 		timeout "$TO" $2 "$SERVER" > "$OUT/$1.client" 2>&1 < /dev/null
 		rc=$?
 		[ $rc = 0 ] && return 0
 		grep -q "Couldn't connect" "$OUT/$1.client" || return $rc
-		i=$((i + 1))
-		if [ $i -gt 60 ] || [ $(($(date +%s) - t)) -gt 30 ]; then
+		if [ $(($(date +%s) - t)) -gt $((TO + 30)) ]; then
 			: > /tmp/server-gone
 			return $rc
 		fi
@@ -159,10 +159,13 @@ client() {
 echo "$TESTS" | while read -r test tool size iters kind; do
 	for k in $(seq "$REPEAT"); do echo "$test.$k $tool $size $iters $kind"; done
 done > /tmp/tests
+run=0
 while read -r name tool size iters kind; do
+	PORT=$((18515 + run))
+	run=$((run + 1))
 	case $kind in
-	rate) cmd="$tool -d $DEV -x $idx -F -n $iters" ;;
-	*) cmd="$tool -d $DEV -x $idx -F -s $size -n $iters" ;;
+	rate) cmd="$tool -d $DEV -x $idx -F -p $PORT -n $iters" ;;
+	*) cmd="$tool -d $DEV -x $idx -F -p $PORT -s $size -n $iters" ;;
 	esac
 	echo "bench: $name: $cmd"
 	t0=$(now)
