@@ -923,10 +923,13 @@ impl RxeQp {
             return taken;
         }
         let (taken, after) = crate::comp::response(dev, qp, &mut inner, pkt);
+        // Only a requester with WQEs left to send has anything to do (an ACK for the
+        // last one sent only completes).
+        let send = matches!(after, After::Send) && crate::req::has_unsent(&inner);
         drop(inner);
         // What the responses of the batch let the requester send goes after the
         // batch, in one run, on the CPU of the QP's process.
-        if let After::Send = after {
+        if send {
             if !RxeDev::owe(dev, qp.qp_num(), Owed::Send) {
                 Self::kick_requester(dev, qp);
             }

@@ -414,6 +414,11 @@ fn connected(
     Step::Packet(out)
 }
 
+/// Whether a connected QP has WQEs (or the rest of one) not sent yet.
+pub(crate) fn has_unsent(inner: &QpInner) -> bool {
+    inner.req.cur.is_some() || inner.req.next != inner.sq.producer()
+}
+
 /// Whether a WQE opcode is an atomic.
 pub(crate) fn is_atomic(opcode: u32) -> bool {
     matches!(opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD)
