@@ -134,7 +134,7 @@ impl Drop for Loopback {
 
 /// How many QPs may owe work at once, device-wide; a QP that finds the list full does
 /// its work at once.
-const ACK_BATCH: usize = 32;
+const OWED_BATCH: usize = 32;
 
 /// What a QP owes after a receive batch.
 #[derive(Clone, Copy)]
@@ -147,8 +147,8 @@ pub(crate) enum Owed {
 
 /// The QPs (by number) that owe work after the receive batch, with what they owe (a
 /// mask of [`Owed`]).
-pub(crate) struct AckQueue {
-    qpns: [(u32, u8); ACK_BATCH],
+pub(crate) struct OwedQueue {
+    qpns: [(u32, u8); OWED_BATCH],
     len: usize,
     /// The device, held for the sender queued next (taken by it while it runs); the
     /// sender is queued while this is `Some`.
@@ -158,17 +158,17 @@ pub(crate) struct AckQueue {
 /// The sender of owed acknowledgements and requester runs: a task that runs in a
 /// bottom half, after the one that received the packets (see [`RxeDev::owe`]).
 #[pin_data]
-pub(crate) struct AckTx {
+pub(crate) struct OwedTx {
     #[pin]
-    q: SpinLockIrq<AckQueue>,
+    q: SpinLockIrq<OwedQueue>,
 }
 
-impl TaskRun for AckTx {
+impl TaskRun for OwedTx {
     const BH: bool = true;
 
     /// Does what each listed QP owes, finding the QPs by number (a QP destroyed
-    /// meanwhile is not found, or found dead): acknowledgements first, then the
-    /// requesters.
+    /// meanwhile is not found, or found dead): its acknowledgement, then its requester
+    /// run.
     fn run(task: &Arc<Task<Self>>) {
         let (dev, qpns, len) = {
             let mut q = task.q.lock();
@@ -193,11 +193,11 @@ impl TaskRun for AckTx {
     }
 }
 
-/// The owed-acknowledgement list and its sender; dropping it waits for a run in
-/// progress.
-struct Acks(Arc<Task<AckTx>>);
+/// The list of owed work (acknowledgements, requester runs) and its sender; dropping it
+/// waits for a run in progress.
+struct OwedWork(Arc<Task<OwedTx>>);
 
-impl Drop for Acks {
+impl Drop for OwedWork {
     fn drop(&mut self) {
         Task::cancel(&self.0);
     }
@@ -234,7 +234,7 @@ pub(crate) struct RxeDev {
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
     lo: Loopback,
-    acks: Acks,
+    owed: OwedWork,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -272,9 +272,9 @@ impl RxeDev {
                     dev: None,
                 })),
             }))?),
-            acks: Acks(Task::new(try_pin_init!(AckTx {
-                q <- new_spinlock_irq!(AckQueue {
-                    qpns: [(0, 0); ACK_BATCH],
+            owed: OwedWork(Task::new(try_pin_init!(OwedTx {
+                q <- new_spinlock_irq!(OwedQueue {
+                    qpns: [(0, 0); OWED_BATCH],
                     len: 0,
                     dev: None,
                 }),
@@ -323,13 +323,13 @@ impl RxeDev {
     /// being unregistered). Called from a bottom half.
     pub(crate) fn owe(dev: &Device<RxeRs>, qpn: u32, what: Owed) -> bool {
         let queue = {
-            let mut q = dev.acks.0.q.lock();
+            let mut q = dev.owed.0.q.lock();
             let len = q.len;
             if let Some(e) = q.qpns[..len].iter_mut().find(|e| e.0 == qpn) {
                 e.1 |= what as u8;
                 return true;
             }
-            if len == ACK_BATCH {
+            if len == OWED_BATCH {
                 return false;
             }
             let queue = q.dev.is_none();
@@ -344,7 +344,7 @@ impl RxeDev {
             queue
         };
         if queue {
-            Task::run_bh(&dev.acks.0);
+            Task::run_bh(&dev.owed.0);
         }
         true
     }
