@@ -14,6 +14,7 @@ use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
+    pd::PdId,
     qp::AddressVector,
 };
 use core::ptr;
@@ -64,7 +65,9 @@ impl<T: Driver> Ah<T> {
         let sleepable = a.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
         // SAFETY: Per the caller.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let data = T::create_ah(dev, &av, sleepable || user.is_some(), user.as_ref())?;
+        // ib_core set the PD before calling the driver; it lives as long as the AH.
+        let pd = PdId::of(ib.pd);
+        let data = T::create_ah(dev, pd, &av, sleepable || user.is_some(), user.as_ref())?;
         let this = ah.cast::<Self>();
         // SAFETY: `this` has room for `Self`; `data` is not initialised yet.
         unsafe { ptr::addr_of_mut!((*this).data).write(data) };

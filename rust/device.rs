@@ -35,7 +35,7 @@ use super::{
     bindings,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     mmap,
-    mr::{Mr, MrCreated, PageList},
+    mr::{KernelMemory, Mr, MrCreated, PageList},
     mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
     pd::{Pd, PdId},
@@ -360,6 +360,8 @@ pub(crate) struct PortAttr {
     pub(crate) active_speed: u16,
     /// Datagrams dropped for a wrong Q_Key.
     pub(crate) qkey_viol_cntr: u32,
+    /// Packets dropped for a P_Key not in the port's table.
+    pub(crate) bad_pkey_cntr: u32,
 }
 
 impl PortAttr {
@@ -377,6 +379,7 @@ impl PortAttr {
         out.active_width = self.active_width;
         out.active_speed = self.active_speed;
         out.qkey_viol_cntr = self.qkey_viol_cntr;
+        out.bad_pkey_cntr = self.bad_pkey_cntr;
     }
 }
 
@@ -537,10 +540,11 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The consumer asks for an SRQ's attributes.
     fn query_srq(srq: &Srq<Self>) -> SrqAttr;
 
-    /// An address handle is created; `may_sleep` is false for a kernel consumer in
-    /// atomic context.
+    /// An address handle is created in PD `pd`; `may_sleep` is false for a kernel
+    /// consumer in atomic context.
     fn create_ah(
         dev: &Device<Self>,
+        pd: PdId,
         av: &AddressVector,
         may_sleep: bool,
         user: Option<&UserCall<'_, Self>>,
@@ -565,8 +569,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn advise_mr(dev: &Device<Self>, pd: PdId, advice: Advice, flush: bool, sges: &[Sge])
         -> Result;
 
-    /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey).
-    fn get_dma_mr(dev: &Device<Self>, pd: PdId, access: u32) -> Result<MrCreated<Self::Mr>>;
+    /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey),
+    /// which `mem` opens.
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        access: u32,
+        mem: KernelMemory,
+    ) -> Result<MrCreated<Self::Mr>>;
 
     /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
     fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
@@ -1452,7 +1462,8 @@ impl<T: Driver> Device<T> {
     ) -> *mut bindings::ib_mr {
         // SAFETY: ib_core calls this with a live PD of our device.
         let dev = unsafe { Self::from_raw((*pd).device) };
-        T::get_dma_mr(dev, PdId::of(pd), access as u32)
+        // Only kernel consumers have a DMA MR: ib_core makes one for a kernel PD.
+        T::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
             .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
             .unwrap_or_else(|e| e.to_ptr())
     }

@@ -12,12 +12,24 @@
 
 use super::{bindings, netdev::NetDevice};
 use core::marker::PhantomData;
-use kernel::{error::from_result, ffi::c_char, prelude::*, str::CStr, types::Opaque};
+use kernel::{
+    error::from_result,
+    ffi::c_char,
+    prelude::*,
+    str::CStr,
+    sync::atomic::{Acquire, Atomic, Release},
+    types::Opaque,
+};
 
 kernel::sync::global_lock! {
-    // SAFETY: Initialised in `Registration::new` before the first `newlink` can run.
+    // SAFETY: Initialised in `Registration::new` before its link type is registered, so
+    // before a `newlink` can run; see `REGISTERED`.
     unsafe(uninit) static NEWLINK_LOCK: Mutex<()> = ();
 }
+
+/// Whether a [`Registration`] exists: there is at most one, and `NEWLINK_LOCK` is
+/// initialised only when none does (so no `newlink` can be using it).
+static REGISTERED: Atomic<bool> = Atomic::new(false);
 
 /// Handler of `rdma link add` for one link type.
 pub(crate) trait LinkDriver: 'static {
@@ -47,12 +59,10 @@ unsafe impl<T: LinkDriver> Send for Registration<T> {}
 unsafe impl<T: LinkDriver> Sync for Registration<T> {}
 
 impl<T: LinkDriver> Registration<T> {
-    /// Registers link type `T::TYPE`. Only one registration may exist per module.
+    /// Registers link type `T::TYPE`. One registration may exist per module at a time:
+    /// while one does, making another fails with `EBUSY`.
     pub(crate) fn new() -> impl PinInit<Self, Error> {
-        // SAFETY: Called once per module load, before the link type is registered (the
-        // module holds a single registration), so no `newlink` can use the lock yet.
-        unsafe { NEWLINK_LOCK.init() };
-        try_pin_init!(Self {
+        let register = try_pin_init!(Self {
             ops <- Opaque::ffi_init(|slot: *mut bindings::rdma_link_ops| {
                 // SAFETY: `slot` is valid and pinned for the object's life; ib_core keeps
                 // it on its list until `PinnedDrop` removes it.
@@ -66,7 +76,26 @@ impl<T: LinkDriver> Registration<T> {
                 }
             }),
             _p: PhantomData,
-        })
+        });
+        let once = |slot: *mut Self| {
+            if REGISTERED.cmpxchg(false, true, Acquire).is_err() {
+                return Err(EBUSY);
+            }
+            // SAFETY: No registration exists (we just claimed the only one), so no link
+            // type of this layer is registered and no `newlink` runs: the lock is not in
+            // use.
+            unsafe { NEWLINK_LOCK.init() };
+            // SAFETY: Per this closure's caller, `slot` is valid for initialising a
+            // pinned `Self`.
+            let made = unsafe { register.__pinned_init(slot) };
+            if made.is_err() {
+                REGISTERED.store(false, Release);
+            }
+            made
+        };
+        // SAFETY: The closure initialises `slot` fully on success and leaves nothing to
+        // drop on failure (the inner initialiser's contract).
+        unsafe { pin_init::pin_init_from_closure(once) }
     }
 
     /// # Safety
@@ -90,5 +119,7 @@ impl<T: LinkDriver> PinnedDrop for Registration<T> {
         // SAFETY: By the type invariant `ops` is registered. ib_core takes its list lock
         // for writing, which waits for a running `newlink`.
         unsafe { bindings::rdma_link_unregister(self.ops.get()) };
+        // No `newlink` of ours runs any more: another registration may be made.
+        REGISTERED.store(false, Release);
     }
 }

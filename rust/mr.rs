@@ -161,9 +161,22 @@ impl Drop for Umem {
 /// their work requests, are kernel virtual addresses of memory they mapped for the
 /// device, valid until they unmap it, which they may do only once the work request
 /// completed. Each range is checked to be in the kernel's direct map before use.
-pub(crate) struct KernelMemory;
+///
+/// A value is the capability to copy to and from such addresses: only this layer makes
+/// one, for a DMA MR (which ib_core asks for on behalf of a kernel PD, so only kernel
+/// consumers' work requests name it) and for the inline data of a kernel consumer's
+/// work request ([`super::wr::SendWr::read_inline`]). No address a process writes
+/// reaches it.
+pub(crate) struct KernelMemory {
+    _private: (),
+}
 
 impl KernelMemory {
+    /// The capability, for the callbacks above.
+    pub(super) fn new() -> Self {
+        Self { _private: () }
+    }
+
     /// The range `addr..addr + len` as a pointer, if it is in the direct map.
     fn range(addr: u64, len: usize) -> Result<*mut u8> {
         let start = usize::try_from(addr).map_err(|_| EFAULT)?;
@@ -179,7 +192,7 @@ impl KernelMemory {
     }
 
     /// Copies `data` to the kernel consumer's memory at `addr`.
-    pub(crate) fn write(addr: u64, data: &[u8]) -> Result {
+    pub(crate) fn write(&self, addr: u64, data: &[u8]) -> Result {
         let dst = Self::range(addr, data.len())?;
         // SAFETY: Per the type's documentation the consumer mapped this memory for the
         // device until the work request completes, and it is in the direct map.
@@ -188,7 +201,7 @@ impl KernelMemory {
     }
 
     /// Copies the kernel consumer's memory at `addr` into `out`.
-    pub(crate) fn read(addr: u64, out: &mut [u8]) -> Result {
+    pub(crate) fn read(&self, addr: u64, out: &mut [u8]) -> Result {
         let src = Self::range(addr, out.len())?;
         // SAFETY: As in `write`.
         unsafe { bindings::rxe_rs_shared_copy(out.as_mut_ptr().cast(), src.cast(), out.len()) };
@@ -287,14 +300,14 @@ impl PageList {
     /// Copies `data` to the mapped memory at `iova`.
     pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result {
         self.pieces(iova, data.len(), |addr, r| {
-            KernelMemory::write(addr, &data[r])
+            KernelMemory::new().write(addr, &data[r])
         })
     }
 
     /// Copies the mapped memory at `iova` into `out`.
     pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result {
         self.pieces(iova, out.len(), |addr, r| {
-            KernelMemory::read(addr, &mut out[r])
+            KernelMemory::new().read(addr, &mut out[r])
         })
     }
 }

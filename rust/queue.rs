@@ -235,18 +235,16 @@ impl Ring {
     }
 
     /// Copies slot `index` (masked) of this ring to slot `to_index` of `to`, as much of
-    /// it as fits.
+    /// it as fits. A slot copied onto itself stays as it is.
     pub(crate) fn copy_slot(&self, index: u32, to: &Ring, to_index: u32) {
         let len = self.geo.elem_size().min(to.geo.elem_size());
+        let (src, dst) = (self.slot_ptr(index), to.slot_ptr(to_index));
+        if core::ptr::eq(src, dst) {
+            return;
+        }
         // SAFETY: Source and destination are `len` bytes inside one slot each, of two
-        // live allocations (or the same one: slots never overlap, or are the same).
-        unsafe {
-            bindings::rxe_rs_shared_copy(
-                to.slot_ptr(to_index).cast(),
-                self.slot_ptr(index).cast(),
-                len,
-            )
-        };
+        // live allocations or of one: then two different slots, which never overlap.
+        unsafe { bindings::rxe_rs_shared_copy(dst.cast(), src.cast(), len) };
     }
 
     /// Copies `data` to the start of slot `index` (masked).

@@ -23,7 +23,7 @@ use super::{
     sync::{new_spinlock_irq, SpinLockIrq},
 };
 use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, prelude::*, types::Opaque};
+use kernel::{error::from_err_ptr, prelude::*, sync::rcu, types::Opaque};
 
 /// An owned socket buffer.
 ///
@@ -129,12 +129,14 @@ impl Skb {
         })
     }
 
-    /// The netdev it arrived on.
-    pub(crate) fn netdev(&self) -> Option<&NetDevice> {
-        // SAFETY: The buffer is valid; `dev` is set on receive and lives while the
-        // buffer is being received (under RCU, in softirq context).
+    /// The netdev it arrived on, for as long as the caller's RCU read-side section.
+    pub(crate) fn netdev<'a>(&'a self, _rcu: &'a rcu::Guard) -> Option<&'a NetDevice> {
+        // SAFETY: The buffer is valid; `dev` is set on receive.
         let ndev = unsafe { bindings::rxe_rs_skb_dev(self.ptr.as_ptr()) };
-        // SAFETY: As above, for the lifetime of `&self`.
+        // SAFETY: The netdev a buffer names (the one it arrived on, or for a buffer of
+        // ours the netdev it was made for, which its device holds) is freed only after
+        // an RCU grace period once unregistered (`synchronize_net()`), and the reference
+        // lives no longer than the caller's read-side section.
         (!ndev.is_null()).then(|| unsafe { NetDevice::from_raw(ndev) })
     }
 
@@ -178,11 +180,12 @@ impl Drop for Skb {
     }
 }
 
-/// A queue of buffers, without a lock of its own: the owner keeps it under one.
+/// A queue of linear buffers, without a lock of its own: the owner keeps it under one.
 ///
 /// # Invariants
 ///
-/// `head` is an initialised `sk_buff_head` whose buffers this value owns.
+/// `head` is an initialised `sk_buff_head` whose buffers this value owns, each of them
+/// linear.
 #[pin_data(PinnedDrop)]
 pub(crate) struct SkbList {
     #[pin]
@@ -201,22 +204,26 @@ impl SkbList {
         })
     }
 
-    /// Adds a buffer at the tail.
-    pub(crate) fn push(self: Pin<&mut Self>, skb: Skb) {
+    /// Adds a linear buffer at the tail; gives back one that is not known to be linear.
+    pub(crate) fn push(self: Pin<&mut Self>, skb: Skb) -> Result<(), Skb> {
+        if !skb.linear {
+            return Err(skb);
+        }
         let raw = skb.ptr.as_ptr();
         core::mem::forget(skb);
         // SAFETY: The list is initialised and exclusively ours (`&mut`); the buffer's
         // reference moves into it.
+        // INVARIANT: The buffer is linear.
         unsafe { bindings::rxe_rs_skb_list_push(self.head.get(), raw) };
+        Ok(())
     }
 
     /// Takes the buffer at the head.
     pub(crate) fn pop(self: Pin<&mut Self>) -> Option<Skb> {
         // SAFETY: The list is initialised and exclusively ours.
         let raw = unsafe { bindings::rxe_rs_skb_list_pop(self.head.get()) };
-        // SAFETY: A buffer the list owned; its reference moves to the caller. Buffers
-        // on the list are the linear ones `OutSkb::into_received` made or received ones
-        // that were linearized before being queued.
+        // SAFETY: A buffer the list owned; its reference moves to the caller. By the type
+        // invariant it is linear.
         unsafe { Skb::from_raw(raw) }.map(|mut s| {
             s.linear = true;
             s

@@ -82,7 +82,10 @@ unsafe impl Backend for IrqSpinLockBackend {
 /// The expedited grace period: destroys wait for it, and a process tearing down
 /// thousands of objects must not wait a normal grace period for each.
 pub(crate) fn synchronize_rcu() {
-    // SAFETY: Called in process context, which the callers' documentation requires.
+    // Checked at run time: a caller in atomic context is reported, not hung.
+    kernel::task::might_sleep();
+    // SAFETY: The function takes no arguments; waiting in atomic context would be a bug
+    // (reported by `might_sleep()` above), never undefined behaviour.
     unsafe { bindings::synchronize_rcu_expedited() };
 }
 

@@ -118,21 +118,30 @@ impl<T: TaskRun> Task<T> {
 impl<T> Task<T> {
     /// Takes the task and its timer off their workqueue if they are queued there, and
     /// waits for runs in progress to end: once this returns neither runs again unless
-    /// queued again. Sleeps; never call it from the task itself.
+    /// queued again. Sleeps. Called from the task itself (which would wait for ever for
+    /// its own run to end), it warns and does nothing.
     pub(crate) fn cancel(this: &Arc<Self>) {
+        kernel::task::might_sleep();
         let ptr = Arc::as_ptr(this);
-        // SAFETY: `ptr` points to a live task, whose `timer` `new` initialised; the work
-        // item is the first field of its `delayed_work`.
-        let dwork = unsafe { DelayedWork::raw_as_work(core::ptr::addr_of!((*ptr).timer)) };
+        // SAFETY: `ptr` points to a live task, whose `work` and `timer` `new` initialised;
+        // the timer's work item is the first field of its `delayed_work`.
+        let (work, dwork) = unsafe {
+            (
+                Work::raw_get(core::ptr::addr_of!((*ptr).work)),
+                DelayedWork::raw_as_work(core::ptr::addr_of!((*ptr).timer)),
+            )
+        };
+        // SAFETY: Only reads which item the calling worker runs, if any.
+        let current = unsafe { kernel::bindings::current_work() }.cast::<core::ffi::c_void>();
+        if kernel::warn_on!(current == work.cast() || current == dwork.cast()) {
+            return;
+        }
         // SAFETY: `dwork` is a valid, initialised delayed work item; process context.
         if unsafe { bindings::cancel_delayed_work_sync(dwork.cast()) } {
             // SAFETY: The timer was pending, so the queue held the reference that
             // enqueueing leaked; cancelling gave it back.
             drop(unsafe { Arc::from_raw(ptr) });
         }
-        let ptr = Arc::as_ptr(this);
-        // SAFETY: `ptr` points to a live task, whose `work` `new` initialised.
-        let work = unsafe { Work::raw_get(core::ptr::addr_of!((*ptr).work)) };
         // SAFETY: `work` is a valid, initialised work item; we are in process context.
         if unsafe { bindings::cancel_work_sync(work.cast()) } {
             // SAFETY: The work was pending, so the queue held the reference that

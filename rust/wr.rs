@@ -12,8 +12,9 @@
 //! refuses, which it reports back as the bad one. Completions are written into the
 //! consumer's array through [`WcOut`].
 
-use super::{ah::Ah, bindings, device::Driver};
+use super::{ah::Ah, bindings, device::Driver, mr::KernelMemory};
 use core::marker::PhantomData;
+use kernel::prelude::*;
 
 /// One scatter/gather element of a work request.
 #[derive(Clone, Copy, Debug, Default)]
@@ -163,6 +164,17 @@ impl<'a> SendWr<'a> {
             length: s.length,
             lkey: s.lkey,
         }
+    }
+
+    /// Copies the data of SGE `i` (the consumer's kernel memory, for inline data) into
+    /// `out`, which must be as long as the SGE.
+    pub(crate) fn read_inline(&self, i: usize, out: &mut [u8]) -> Result {
+        let sge = self.sge(i);
+        if out.len() != sge.length as usize {
+            return Err(EINVAL);
+        }
+        // A kernel consumer's work request names memory it mapped for the device.
+        KernelMemory::new().read(sge.addr, out)
     }
 
     /// The remote address and rkey of an RDMA WRITE or READ.

@@ -9,7 +9,7 @@
 //! in atomic context, so nothing here sleeps on that path.
 
 use crate::device::RxeRs;
-use crate::ib::{cq::UserCall, qp::AddressVector};
+use crate::ib::{cq::UserCall, pd::PdId, qp::AddressVector};
 use crate::param::{Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
@@ -29,13 +29,16 @@ pub(crate) fn ah_table() -> impl PinInit<AhTable, Error> {
 /// What the device looks up by number when it sends.
 pub(crate) struct AhShared {
     num: Number,
+    /// The AH's PD: a work request may name it only from a QP of the same PD (the
+    /// number is the process's to write, and names any AH of the device).
+    pd: PdId,
     av: AddressVector,
 }
 
 impl AhShared {
-    /// The address.
-    pub(crate) fn av(&self) -> &AddressVector {
-        &self.av
+    /// The address, for a QP of PD `pd`: `None` for another PD's AH.
+    pub(crate) fn av_for(&self, pd: PdId) -> Option<&AddressVector> {
+        (self.pd == pd).then_some(&self.av)
     }
 }
 
@@ -56,7 +59,7 @@ impl RxeAh {
     pub(crate) fn create(
         ahs: &Arc<Quota>,
         table: &Arc<AhTable>,
-        av: &AddressVector,
+        (pd, av): (PdId, &AddressVector),
         may_sleep: bool,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<Self> {
@@ -66,6 +69,7 @@ impl RxeAh {
         let shared = Arc::new(
             AhShared {
                 num: Number::new(),
+                pd,
                 av: *av,
             },
             gfp,

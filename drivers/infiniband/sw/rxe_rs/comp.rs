@@ -56,6 +56,19 @@ fn complete_through(
     }
 }
 
+/// Whether `p` answers something the QP sent: it lies between the first PSN of the
+/// oldest WQE not completed (`slack` PSNs before it are taken too) and the last PSN
+/// sent. Nothing else a response says is believed: a late duplicate or a forged
+/// response completes nothing.
+fn answers_sent(inner: &QpInner, p: u32, slack: i32) -> bool {
+    let head = inner.sq.consumer();
+    if head == inner.req.next && inner.req.cur.is_none() {
+        return false;
+    }
+    let oldest = inner.req.record(head).first_psn;
+    psn::diff(p, oldest) >= -slack && psn::diff(p, inner.req_psn) < 0
+}
+
 /// A response carrying data for the oldest WQE (a READ response, or an atomic's
 /// acknowledgement): placed if it is the next one expected, completing the WQE with
 /// its last packet.
@@ -66,6 +79,9 @@ fn data_response(
     pkt: &Packet<'_>,
 ) -> (bool, After) {
     let p = pkt.bth.psn;
+    if !answers_sent(inner, p, 0) {
+        return (false, After::Nothing);
+    }
     // Whatever came before this request is acknowledged by its response.
     complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
     let head = inner.sq.consumer();
@@ -154,7 +170,7 @@ fn data_response(
     // data is placed, before the READ completes.
     if last
         && rec.opcode == op::RDMA_READ_WITH_INV
-        && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd).is_err()
+        && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd, shared.qp_num()).is_err()
     {
         fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
         return (true, After::Nothing);
@@ -218,13 +234,9 @@ pub(crate) fn response(
         return (false, After::Nothing);
     };
     let p = pkt.bth.psn;
-    // Only PSNs that were sent and are not acknowledged yet mean anything.
-    let head = inner.sq.consumer();
-    if head == inner.req.next && inner.req.cur.is_none() {
-        return (false, After::Nothing);
-    }
-    let oldest = inner.req.record(head).first_psn;
-    if psn::diff(p, oldest) < -1 || psn::diff(p, inner.req_psn) >= 0 {
+    // Only PSNs that were sent and are not acknowledged yet mean anything (an ACK of
+    // the PSN before the oldest repeats one already taken).
+    if !answers_sent(inner, p, 1) {
         return (false, After::Nothing);
     }
     match aeth.syndrome & syndrome::TYPE_MASK {

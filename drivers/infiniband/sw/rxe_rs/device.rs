@@ -15,7 +15,7 @@ use crate::ib::{
         LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
-    mr::{Mr, MrCreated, PageList},
+    mr::{KernelMemory, Mr, MrCreated, PageList},
     netdev::{NetDevice, NetDeviceRef},
     pd::PdId,
     qp::AddressVector,
@@ -39,7 +39,7 @@ use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
     mcast::McastTable,
-    mr::{mr_table, mw_table, AccessError, KeyByte, KeyTable, Region, RxeMr, RxeMw},
+    mr::{mr_table, mw_table, AccessError, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
     qp::{qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
@@ -66,6 +66,8 @@ pub(crate) struct RxeRs;
 pub(crate) struct LoopQueue {
     #[pin]
     list: SkbList,
+    /// How many packets `list` holds.
+    len: usize,
     /// A receiver is queued or running; the queue is empty when it is not.
     busy: bool,
     /// The device, held for the receiver queued next (taken by it while it runs).
@@ -102,8 +104,9 @@ impl TaskRun for LoopRx {
                     let mut q = task.q.lock();
                     let q = q.as_mut().project();
                     let next = q.list.pop();
-                    if next.is_none() {
-                        *q.busy = false;
+                    match next {
+                        Some(_) => *q.len = q.len.saturating_sub(1),
+                        None => *q.busy = false,
                     }
                     next
                 };
@@ -122,6 +125,17 @@ impl TaskRun for LoopRx {
         }
     }
 }
+
+/// Packets the loopback queue holds before the requesters of the device's QPs stop
+/// adding to it: each leaves the rest of its work to its QP's work item, which runs
+/// after the queue's receiver (a bottom half) had its turn.
+pub(crate) const LOOP_BACKLOG: usize = 1024;
+
+/// Packets the loopback queue holds at most: a packet beyond is dropped and counted in
+/// `send_err`, as a full transmit queue drops (only acknowledgements and READ
+/// responses, which do not wait, can find the queue that full). The memory a process
+/// or a peer can make the device hold here is bounded.
+const LOOP_LIMIT: usize = 4 * LOOP_BACKLOG;
 
 /// The loopback queue and its receiver; dropping it waits for a run in progress.
 struct Loopback(Arc<Task<LoopRx>>);
@@ -225,7 +239,6 @@ pub(crate) struct RxeDev {
     pub(crate) mws: Arc<Quota>,
     pub(crate) mr_table: Arc<KeyTable>,
     pub(crate) mw_table: Arc<KeyTable>,
-    pub(crate) key_byte: KeyByte,
     #[pin]
     pub(crate) mcast: McastTable,
     /// The numbers of the device's QPs.
@@ -261,13 +274,13 @@ impl RxeDev {
             mws: Quota::new(param::MAX_MW)?,
             mr_table: Arc::pin_init(mr_table(), GFP_KERNEL)?,
             mw_table: Arc::pin_init(mw_table(), GFP_KERNEL)?,
-            key_byte: KeyByte::new(),
             mcast <- McastTable::new(),
             qp_table <- qp_table(),
             counters: Counters::new(),
             lo: Loopback(Task::new(try_pin_init!(LoopRx {
                 q <- new_spinlock_irq!(pin_init!(LoopQueue {
                     list <- SkbList::new(),
+                    len: 0,
                     busy: false,
                     dev: None,
                 })),
@@ -292,26 +305,37 @@ impl RxeDev {
     /// rather than received by recursion. Called from process context, the queue's
     /// receiver runs before this returns when the queue was idle. Must not be called
     /// with interrupts disabled.
-    pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) {
+    pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) -> Result {
         {
             let mut q = dev.lo.0.q.lock();
             let q = q.as_mut().project();
+            if *q.len >= LOOP_LIMIT {
+                return Err(ENOSPC);
+            }
             if *q.busy {
                 // A receiver is queued or running and will find the packet.
-                q.list.push(skb);
-                return;
+                q.list.push(skb).map_err(|_| EINVAL)?;
+                *q.len += 1;
+                return Ok(());
             }
             let Some(held) = dev.get_ref() else {
                 // Only a device being unregistered refuses: its QPs are all destroyed,
                 // so there is no one to receive the packet.
                 dev.counters.inc(Counter::Dropped);
-                return;
+                return Ok(());
             };
-            q.list.push(skb);
+            q.list.push(skb).map_err(|_| EINVAL)?;
+            *q.len += 1;
             *q.busy = true;
             *q.dev = Some(held);
         }
         Task::run_bh(&dev.lo.0);
+        Ok(())
+    }
+
+    /// How many packets the loopback queue holds.
+    pub(crate) fn loop_backlog(&self) -> usize {
+        self.lo.0.q.lock().len
     }
 
     /// Notes that QP `qpn` owes `what` (an acknowledgement to its peer, a run of its
@@ -483,6 +507,7 @@ impl Driver for RxeRs {
             active_speed,
             qkey_viol_cntr: u32::try_from(dev.counters.get(Counter::QkeyViolation))
                 .unwrap_or(u32::MAX),
+            bad_pkey_cntr: u32::try_from(dev.counters.get(Counter::BadPkey)).unwrap_or(u32::MAX),
         })
     }
 
@@ -598,11 +623,12 @@ impl Driver for RxeRs {
 
     fn create_ah(
         dev: &Device<Self>,
+        pd: PdId,
         av: &AddressVector,
         may_sleep: bool,
         user: Option<&UserCall<'_, Self>>,
     ) -> Result<RxeAh> {
-        RxeAh::create(&dev.ahs, &dev.ah_table, av, may_sleep, user)
+        RxeAh::create(&dev.ahs, &dev.ah_table, (pd, av), may_sleep, user)
     }
 
     fn query_ah(ah: &Ah<Self>) -> AddressVector {
@@ -621,8 +647,13 @@ impl Driver for RxeRs {
         RxeMr::reg_user(dev, pd, (start, len, iova), access, user)
     }
 
-    fn get_dma_mr(dev: &Device<Self>, pd: PdId, access: u32) -> Result<MrCreated<RxeMr>> {
-        RxeMr::dma(dev, pd, access)
+    fn get_dma_mr(
+        dev: &Device<Self>,
+        pd: PdId,
+        access: u32,
+        mem: KernelMemory,
+    ) -> Result<MrCreated<RxeMr>> {
+        RxeMr::dma(dev, pd, access, mem)
     }
 
     fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<RxeMr>> {

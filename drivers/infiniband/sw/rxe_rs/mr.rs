@@ -5,9 +5,9 @@
 //! A user MR pins the process's pages for as long as it exists; a DMA MR (a kernel PD's
 //! `local_dma_lkey`) covers all of kernel memory; a fast-registration MR holds the page
 //! list a kernel consumer maps into it (`ib_map_mr_sg()`). Keys are `index << 8 | key`: MR indices
-//! run from 1 to 2^19, MW indices above, so one key names one object; the low byte
-//! changes with every registration so that a stale key of a freed object is not taken
-//! for the next one with the same index.
+//! run from 1 to 2^19, MW indices above, so one key names one object; the low byte is
+//! random for every registration, so that a stale key of a freed object is rarely taken
+//! for the next one with the same index and no key can be guessed from another.
 //!
 //! The data path finds memory by key ([`local`], [`remote`]): the entry holds what a
 //! packet or a work request needs (key, PD, the memory) and, under its lock, what the
@@ -86,7 +86,7 @@ enum Memory {
     /// A process's pages, mapped on demand.
     Odp(OdpUmem),
     /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
-    Dma,
+    Dma(KernelMemory),
     /// A fast-registration MR: the pages its consumer mapped, once a REG_MR work
     /// request registered them.
     Fast(Arc<PageList>),
@@ -142,6 +142,18 @@ pub(crate) enum AccessError {
     /// Pages of an on-demand MR that are not mapped now: nothing was copied; the
     /// access can be made again once [`Region::fault`]'s request is resolved.
     Fault,
+}
+
+/// The address `off` bytes past `addr`: `Range` if it would be at or past 2^64.
+///
+/// Addresses come from rings and packets, and so do the offsets added to them, so their
+/// sum may pass the top of the address space (an MR may end exactly at 2^64). Every
+/// address the data path computes is computed here, never with `+`: an access that
+/// would wrap fails as one outside its key's range (a local or remote access error),
+/// where a wrapping sum would panic (`CONFIG_RUST_OVERFLOW_CHECKS`) or reach memory
+/// the key does not open.
+pub(crate) fn iova_add(addr: u64, off: u64) -> Result<u64, AccessError> {
+    addr.checked_add(off).ok_or(AccessError::Range)
 }
 
 /// Pages of an on-demand MR that an access found missing: `len` bytes from byte `at` of
@@ -273,7 +285,7 @@ impl Region {
         match &self.mr.memory {
             Memory::Odp(o) => return o.write(off, data).map_err(odp_error),
             Memory::User(u) => u.write(off, data),
-            Memory::Dma => KernelMemory::write(iova, data),
+            Memory::Dma(k) => k.write(iova, data),
             Memory::Fast(p) => p.write(iova, data),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
@@ -286,7 +298,7 @@ impl Region {
         match &self.mr.memory {
             Memory::Odp(o) => return o.read(off, out).map_err(odp_error),
             Memory::User(u) => u.read(off, out),
-            Memory::Dma => KernelMemory::read(iova, out),
+            Memory::Dma(k) => k.read(iova, out),
             Memory::Fast(p) => p.read(iova, out),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
@@ -412,8 +424,9 @@ pub(crate) fn register(
 }
 
 /// LOCAL_INV, or a SEND with invalidate that arrived: `key` (a fast-registration MR's
-/// or a type 2 window's) stops opening anything. The QP that asks is `qpn`, of PD `pd`.
-pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId) -> Result<(), OpError> {
+/// or a type 2 window's) stops opening anything. The QP that asks is `qpn`, of PD `pd`:
+/// a window only the QP it is bound to may invalidate.
+pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId, qpn: u32) -> Result<(), OpError> {
     if key >> 8 >= MR_INDEX_LIMIT {
         let w = dev.mw_table.get(key >> 8).ok_or(OpError)?;
         let mr = {
@@ -421,6 +434,7 @@ pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId) -> Result<(), OpError
             if w.key.load(Relaxed) != key
                 || w.pd != pd
                 || !b.valid
+                || b.qpn != qpn
                 || !matches!(w.memory, Memory::Window { type2: true })
             {
                 return Err(OpError);
@@ -480,12 +494,17 @@ pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, Op
     if b.access & !MW_ACCESS != 0 || b.access & ZERO_BASED != 0 {
         return Err(OpError);
     }
+    // Window, MR and the QP binding are of one PD, whatever the window's type: the
+    // keys are the process's to write, and name any object of the device.
+    if w.pd != pd {
+        return Err(OpError);
+    }
     let mut st = w.state.lock();
     if w.key.load(Relaxed) != b.mw_rkey {
         return Err(OpError);
     }
-    if type2 && (st.valid || w.pd != pd || mr.is_none()) {
-        // A type 2 window binds when free, through a QP of its PD, to an MR.
+    if type2 && (st.valid || mr.is_none()) {
+        // A type 2 window binds when free, to an MR.
         return Err(OpError);
     }
     if let Some(mr) = &mr {
@@ -543,17 +562,11 @@ pub(crate) fn mw_table() -> impl PinInit<KeyTable, Error> {
     IdTable::new(MR_INDEX_LIMIT, MW_INDEX_LIMIT)
 }
 
-/// The low byte of the next key.
-pub(crate) struct KeyByte(Atomic<u32>);
-
-impl KeyByte {
-    pub(crate) fn new() -> Self {
-        Self(Atomic::new(0))
-    }
-
-    fn key(&self, index: u32) -> u32 {
-        (index << 8) | (self.0.fetch_add(1, Relaxed) & 0xff)
-    }
+/// A new key for `index`: its low byte is random, so that a process or a peer cannot
+/// guess the keys of another's MRs and windows from its own (which a counter would let
+/// it do).
+fn new_key(index: u32) -> u32 {
+    (index << 8) | (crate::ib::random::random_u32() & 0xff)
 }
 
 /// An index held in a key table, given back when dropped.
@@ -566,7 +579,6 @@ impl Held {
     /// Publishes an entry for `memory` under a free index and gives it its key.
     fn take(
         table: &Arc<KeyTable>,
-        key_byte: &KeyByte,
         pd: PdId,
         binding: Binding,
         memory: Memory,
@@ -590,7 +602,7 @@ impl Held {
         )?;
         let index = table.insert(&entry)?;
         // Until this store no key matches the entry (0 is never a key: indices start at 1).
-        let key = key_byte.key(index);
+        let key = new_key(index);
         entry.key.store(key, Relaxed);
         Ok((
             Self {
@@ -668,9 +680,20 @@ impl RxeMr {
         )
     }
 
-    pub(crate) fn dma(dev: &Device<RxeRs>, pd: PdId, access: u32) -> Result<MrCreated<Self>> {
+    pub(crate) fn dma(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        access: u32,
+        mem: KernelMemory,
+    ) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
-        Self::finish(dev, pd, fixed(access, 0, u64::MAX), Memory::Dma, charge)
+        Self::finish(
+            dev,
+            pd,
+            fixed(access, 0, u64::MAX),
+            Memory::Dma(mem),
+            charge,
+        )
     }
 
     /// A fast-registration MR for up to `max_pages` pages (at most what the device
@@ -749,7 +772,7 @@ impl RxeMr {
         memory: Memory,
         charge: Charge,
     ) -> Result<MrCreated<Self>> {
-        let (held, key) = Held::take(&dev.mr_table, &dev.key_byte, pd, binding, memory)?;
+        let (held, key) = Held::take(&dev.mr_table, pd, binding, memory)?;
         Ok(MrCreated {
             data: Self {
                 held,
@@ -796,7 +819,7 @@ impl RxeMw {
             ..Default::default()
         };
         let memory = Memory::Window { type2 };
-        let (held, rkey) = Held::take(&dev.mw_table, &dev.key_byte, pd, binding, memory)?;
+        let (held, rkey) = Held::take(&dev.mw_table, pd, binding, memory)?;
         Ok((
             Self {
                 _held: held,

@@ -50,6 +50,13 @@ pub(crate) const PORT_PKEY_TBL_LEN: u16 = 1;
 pub(crate) const PORT_MAX_MSG_SZ: u32 = 1 << 31;
 pub(crate) const PORT_MAX_VL_NUM: u8 = 1;
 
+/// How many steps (packets built, WQEs ended) one run of a QP's requester or of its
+/// READ responder takes before it stops and leaves the rest to the QP's work item. A
+/// process feeds the requester and a peer the responder, without end if they like:
+/// no system call, bottom half or RCU read-side section may run for as long as they
+/// go on (rxe bounds its tasks the same way).
+pub(crate) const RUN_BUDGET: u32 = 256;
+
 /// The only P_Key: the default, full membership.
 pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 

@@ -20,12 +20,11 @@
 
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
-use crate::device::{Owed, RxeDev, RxeRs};
+use crate::device::{Owed, RxeDev, RxeRs, LOOP_BACKLOG};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device, DeviceRef, Mtu},
-    mr::KernelMemory,
     netdev::NetDevice,
     pd::PdId,
     qp::{
@@ -130,8 +129,11 @@ pub(crate) struct QpInner {
     pub(crate) rnr_wait: bool,
     /// An acknowledgement made progress since the timeout timer was set.
     pub(crate) progress: bool,
-    /// The task is to run the requester (a kernel consumer posted).
+    /// The task is to run the requester (a kernel consumer posted, responses opened
+    /// the window on another CPU, or a run used up its budget).
     kick: bool,
+    /// The task is to run the READ responder (a run used up its budget).
+    respond: bool,
     /// Set by destroy: nothing is processed any more.
     dead: bool,
     /// Events to deliver from the workqueue.
@@ -215,14 +217,15 @@ impl Numbered for Task<QpShared> {
 
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
-        let (pending, mut kick, faults) = {
+        let (pending, mut kick, mut respond, faults) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
             }
-            let kick = core::mem::replace(&mut inner.kick, false);
+            let kick = core::mem::take(&mut inner.kick);
+            let respond = core::mem::take(&mut inner.respond);
             let faults = core::mem::replace(&mut inner.odp, [None; OdpWait::COUNT]);
-            (core::mem::take(&mut inner.pending), kick, faults)
+            (core::mem::take(&mut inner.pending), kick, respond, faults)
         };
         for ev in pending {
             task.events.raise(ev);
@@ -234,7 +237,7 @@ impl TaskRun for QpShared {
             OdpWait::ReadResponse,
             OdpWait::Request,
         ];
-        let (mut go_back, mut respond) = (false, false);
+        let mut go_back = false;
         for (wait, fault) in waits.iter().zip(faults.iter()) {
             let Some(fault) = fault else {
                 continue;
@@ -460,6 +463,7 @@ impl RxeQp {
                 rnr_wait: false,
                 progress: false,
                 kick: false,
+                respond: false,
                 dead: false,
                 pending: KVec::new(),
                 odp: [None; OdpWait::COUNT],
@@ -758,7 +762,8 @@ impl RxeQp {
         }
     }
 
-    /// Runs the requester until the send queue has nothing more to send now.
+    /// Runs the requester until the send queue has nothing more to send now, or for
+    /// [`param::RUN_BUDGET`] steps: then the QP's work item runs it again.
     ///
     /// Packets are built under the QP's lock and sent after it is released, in an RCU
     /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
@@ -775,10 +780,25 @@ impl RxeQp {
         }
         let _rcu = kernel::sync::rcu::read_lock();
         let mut timeout = None;
+        let mut budget = param::RUN_BUDGET;
         loop {
+            // Not under the QP's lock: the loopback queue's is never taken inside it.
+            let backlog = dev.loop_backlog() >= LOOP_BACKLOG;
             let step = {
                 let mut inner = shared.inner.lock();
                 let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
+                if go && (budget == 0 || backlog) {
+                    // The process may keep posting for ever, and the device's own
+                    // packets wait to be received: the rest is the work item's
+                    // (nothing queues a dead QP's, see `destroy`).
+                    inner.req.busy = false;
+                    inner.req.again = false;
+                    inner.kick = true;
+                    drop(inner);
+                    dev.wq.run(shared);
+                    break;
+                }
+                budget = budget.saturating_sub(1);
                 let step = if go {
                     crate::req::step(dev, ndev, shared, &mut inner)
                 } else {
@@ -814,7 +834,8 @@ impl RxeQp {
     }
 
     /// Sends the READ responses that wait, one packet at a time (one caller at a time,
-    /// as the requester).
+    /// as the requester), for [`param::RUN_BUDGET`] packets at most: then the QP's work
+    /// item goes on (a peer may ask for 2 GiB in one request, and ask again).
     fn run_responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
         {
             let mut inner = shared.inner.lock();
@@ -824,9 +845,19 @@ impl RxeQp {
             }
             inner.resp.busy = true;
         }
+        let mut budget = param::RUN_BUDGET;
         loop {
             let out = {
                 let mut inner = shared.inner.lock();
+                if !inner.dead && budget == 0 && inner.resp.has_responses() {
+                    inner.resp.busy = false;
+                    inner.resp.again = false;
+                    inner.respond = true;
+                    drop(inner);
+                    dev.wq.run(shared);
+                    break;
+                }
+                budget = budget.saturating_sub(1);
                 let out = if inner.dead {
                     None
                 } else {
@@ -1036,7 +1067,7 @@ impl RxeQp {
                 if length > shared.sq_max_inline || end + len > MAX_SEND_WQE {
                     return Err(EINVAL);
                 }
-                KernelMemory::read(sge.addr, &mut b[end..end + len])?;
+                wr.read_inline(i, &mut b[end..end + len])?;
                 end += len;
             } else {
                 put64(&mut b, end, sge.addr);

@@ -13,9 +13,13 @@
 use crate::device::RxeRs;
 use crate::ib::{device::Device, skb::Skb, udp::Receiver};
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
+use crate::param;
 use crate::qp::RxeQp;
 use crate::roce::{icrc, packet::Packet};
 use crate::stats::Counter;
+
+/// The bits of a P_Key that name the partition (the top bit is the membership).
+const PKEY_MASK: u16 = 0x7fff;
 
 /// The receiver of the tunnels' packets.
 pub(crate) struct Recv;
@@ -96,6 +100,14 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
             return;
         }
     };
+    // The port's one P_Key is the default (full membership): a packet of another
+    // partition is for none of its QPs. Membership does not matter when one side is a
+    // full member, so the low 15 bits decide.
+    if pkt.bth.pkey & PKEY_MASK != param::DEFAULT_PKEY & PKEY_MASK {
+        counters.inc(Counter::BadPkey);
+        counters.inc(Counter::Dropped);
+        return;
+    }
     if pkt.bth.dest_qp == MULTICAST_QPN {
         multicast(dev, &pkt, &bytes[..udp]);
         return;
@@ -158,7 +170,11 @@ fn multicast(dev: &Device<RxeRs>, pkt: &Packet<'_>, ip: &[u8]) {
 
 impl Receiver for Recv {
     fn receive(mut skb: Skb) {
-        let Some(dev) = skb.netdev().and_then(Device::<RxeRs>::find_by_netdev) else {
+        // Softirq, in the network stack's RCU read-side section.
+        let rcu = kernel::sync::rcu::read_lock();
+        let dev = skb.netdev(&rcu).and_then(Device::<RxeRs>::find_by_netdev);
+        drop(rcu);
+        let Some(dev) = dev else {
             // Not on one of our devices' netdevs.
             return;
         };

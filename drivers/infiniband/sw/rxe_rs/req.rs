@@ -144,9 +144,8 @@ pub(crate) fn step(
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
     let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
         Ok(w) => w,
-        Err(_) => {
-            let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-            fail(dev, shared, inner, head, wr_id, WC_LOC_LEN_ERR);
+        Err(m) => {
+            fail(dev, shared, inner, head, m.wr_id, WC_LOC_LEN_ERR);
             return Step::Again;
         }
     };
@@ -190,7 +189,8 @@ pub(crate) fn is_local(opcode: u32) -> bool {
 fn local_op(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>, wqe: &SendWqe) -> Result<(), u32> {
     match wqe.opcode {
         op::LOCAL_INV => {
-            mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd).map_err(|_| WC_LOC_QP_OP_ERR)
+            let (rkey, qpn) = (wqe.invalidate_rkey(), shared.qp_num());
+            mr::invalidate(dev, rkey, shared.pd, qpn).map_err(|_| WC_LOC_QP_OP_ERR)
         }
         op::REG_MR => {
             let (lkey, key, access) = wqe.reg();
@@ -233,9 +233,8 @@ fn connected(
             let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
             let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
                 Ok(w) => w,
-                Err(_) => {
-                    let wr_id = u64::from_ne_bytes(bytes[..8].try_into().unwrap_or([0; 8]));
-                    fail(dev, shared, inner, index, wr_id, WC_LOC_LEN_ERR);
+                Err(m) => {
+                    fail(dev, shared, inner, index, m.wr_id, WC_LOC_LEN_ERR);
                     return Step::Again;
                 }
             };
@@ -456,17 +455,25 @@ fn read_or_atomic(
         0
     };
     let (opcode, ext) = match rec.opcode {
-        op::RDMA_READ | op::RDMA_READ_WITH_INV => (
-            0x0c,
-            Ext {
-                reth: Reth {
-                    va: wqe.remote_addr.wrapping_add(u64::from(offset)),
-                    rkey: wqe.rkey,
-                    len: rec.length - offset,
+        op::RDMA_READ | op::RDMA_READ_WITH_INV => {
+            // The responder took the first request, so the address is below 2^64,
+            // unless the process rewrote the slot meanwhile.
+            let Ok(va) = mr::iova_add(wqe.remote_addr, u64::from(offset)) else {
+                fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+                return Step::Again;
+            };
+            (
+                0x0c,
+                Ext {
+                    reth: Reth {
+                        va,
+                        rkey: wqe.rkey,
+                        len: rec.length - offset,
+                    },
+                    ..Default::default()
                 },
-                ..Default::default()
-            },
-        ),
+            )
+        }
         op::FLUSH => {
             let (rkey, placement, selectivity) = wqe.flush();
             (
@@ -552,8 +559,8 @@ pub(crate) fn scatter_local(
     (at, data): (usize, &[u8]),
     fault: &mut Option<Fault>,
 ) -> Result<(), u32> {
-    for_each_piece(wqe.sges(), at, data.len(), |sge, off, r| {
-        mr::write_local(dev, (sge.lkey, shared.pd, sge.addr + off), &data[r], fault)
+    for_each_piece(wqe.sges(), at, data.len(), |lkey, addr, r| {
+        mr::write_local(dev, (lkey, shared.pd, addr), &data[r], fault)
     })
 }
 
@@ -609,17 +616,15 @@ fn gather_at(
 ) -> Result<(), u32> {
     if wqe.is_inline() {
         let data = wqe.inline_data();
-        let src = data.get(at..at + out.len()).ok_or(WC_LOC_LEN_ERR)?;
+        let src = data
+            .get(at..)
+            .and_then(|d| d.get(..out.len()))
+            .ok_or(WC_LOC_LEN_ERR)?;
         out.copy_from_slice(src);
         return Ok(());
     }
-    for_each_piece(wqe.sges(), at, out.len(), |sge, off, r| {
-        mr::read_local(
-            dev,
-            (sge.lkey, shared.pd, sge.addr + off),
-            &mut out[r],
-            fault,
-        )
+    for_each_piece(wqe.sges(), at, out.len(), |lkey, addr, r| {
+        mr::read_local(dev, (lkey, shared.pd, addr), &mut out[r], fault)
     })
 }
 
@@ -679,8 +684,10 @@ fn ud(
         fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_LEN_ERR);
         return Step::Again;
     }
-    // librxe names the address handle by number (it always gets one from the device).
-    let Some(ah) = dev.ah_table.get(wqe.ah_num) else {
+    // librxe names the address handle by number (it always gets one from the device),
+    // which must be one of the QP's PD.
+    let ah = dev.ah_table.get(wqe.ah_num);
+    let Some(av) = ah.as_ref().and_then(|ah| ah.av_for(shared.pd)) else {
         fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
         return Step::Again;
     };
@@ -712,15 +719,9 @@ fn ud(
         ..Default::default()
     };
     let mut fault = None;
-    let built = xmit::build(
-        ndev,
-        ah.av(),
-        qp_num,
-        &bth,
-        &ext,
-        wqe.length as usize,
-        |out| gather_at(dev, shared, wqe, 0, out, &mut fault),
-    );
+    let built = xmit::build(ndev, av, qp_num, &bth, &ext, wqe.length as usize, |out| {
+        gather_at(dev, shared, wqe, 0, out, &mut fault)
+    });
     if let Some(f) = fault {
         if RxeQp::fault(dev, shared, inner, f, OdpWait::Requester) {
             // The WQE stays at the head; it is sent once the pages are in.

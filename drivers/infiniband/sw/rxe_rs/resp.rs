@@ -41,7 +41,7 @@ use crate::roce::{
     psn::{self, PSN_MASK},
 };
 use crate::stats::Counter;
-use crate::xmit::{self, Outgoing};
+use crate::xmit::{self, BuildError, Outgoing};
 use kernel::{prelude::*, sync::Arc};
 
 /// The syndrome of a plain ACK: the credit field says "no credits counted" (as rxe).
@@ -52,7 +52,7 @@ const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
 const ACK: u8 = 0x11;
 const ATOMIC_ACK: u8 = 0x12;
 const READ_RESPONSE_ONLY: u8 = 0x10;
-use crate::wqe::{for_each_piece, RecvWqe, MAX_RECV_WQE};
+use crate::wqe::{for_each_piece, Malformed, RecvWqe, MAX_RECV_WQE};
 
 /// The message a connected QP is in the middle of receiving.
 // The receive WQE is kept by value: the state lives inside the QP and a WQE is moved
@@ -259,9 +259,10 @@ pub(crate) fn next_response(
         |out| match rkey {
             Some(k) if !out.is_empty() => {
                 let m = mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_READ)?;
-                m.read(va + at, out).inspect_err(|e| {
+                let addr = mr::iova_add(va, at)?;
+                m.read(addr, out).inspect_err(|e| {
                     if *e == AccessError::Fault {
-                        fault = Some(m.fault(va + at, out.len(), false));
+                        fault = Some(m.fault(addr, out.len(), false));
                     }
                 })
             }
@@ -274,11 +275,22 @@ pub(crate) fn next_response(
             return None;
         }
     }
+    if let Err(BuildError::Payload(_)) = built {
+        // The key stopped opening the memory since the request was taken (the MR was
+        // deregistered, a window invalidated or bound elsewhere), or the pages of an
+        // on-demand MR are gone: the READ ends with a NAK, as if its key had been bad.
+        inner.resp.sending = None;
+        let nak = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
+        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+        return nak;
+    }
     inner.resp.sending = if last {
         None
     } else {
         Some((i, psn::add(p, 1), start))
     };
+    // A packet that could not be built (no memory) is lost, as on a wire: the
+    // requester asks again.
     built.ok()
 }
 
@@ -289,20 +301,20 @@ pub(crate) type Reply = Option<Outgoing>;
 const GRH_LEN: usize = 40;
 
 /// Takes the next receive WQE of a QP (its own ring or its SRQ); `None` when none is
-/// posted, `Some(Err)` for one that fails its checks.
+/// posted, `Some(Err)` for one that fails its checks (taken: it completes in error).
 fn take_recv(
     wq: &Workqueue,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
-) -> Option<Result<RecvWqe, ()>> {
+) -> Option<Result<RecvWqe, Malformed>> {
     if let Some(w) = inner.resp.held.take() {
         return Some(Ok(w));
     }
     match (&shared.srq, &mut inner.rq) {
-        (Some(srq), _) => srq.take(wq).map(|r| r.map_err(|_| ())),
+        (Some(srq), _) => srq.take(wq),
         (None, Some(rq)) => rq
             .take::<MAX_RECV_WQE>()
-            .map(|b| RecvWqe::parse(b, shared.rq_max_sge).map_err(|_| ())),
+            .map(|b| RecvWqe::parse(b, shared.rq_max_sge)),
         (None, None) => None,
     }
 }
@@ -319,8 +331,8 @@ fn scatter(
 ) -> Result<(), u32> {
     let mut at = at as usize;
     for part in parts {
-        for_each_piece(wqe.sges(), at, part.len(), |sge, off, r| {
-            mr::write_local(dev, (sge.lkey, shared.pd, sge.addr + off), &part[r], fault)
+        for_each_piece(wqe.sges(), at, part.len(), |lkey, addr, r| {
+            mr::write_local(dev, (lkey, shared.pd, addr), &part[r], fault)
         })?;
         at += part.len();
     }
@@ -448,7 +460,8 @@ enum Placed {
     Done(Option<Option<Completion>>),
     /// A SEND (or WRITE with immediate data) found no receive WQE.
     NoWqe,
-    /// Out of sequence for the message in progress.
+    /// Out of sequence for the message in progress, or malformed (not cut at the path
+    /// MTU, or a RETH length beyond 2^31): an invalid request.
     Sequence,
     /// A bad R_Key, or outside its range.
     Access,
@@ -457,6 +470,24 @@ enum Placed {
     /// Pages of an on-demand MR are missing: nothing changed, and the task faults them
     /// in; the packet is to come again.
     Fault,
+}
+
+/// The longest message a RETH may announce (IBA C9-94): a longer one is an invalid
+/// request.
+const MAX_DMA_LEN: u32 = 1 << 31;
+
+/// Whether the payload of a SEND or RDMA WRITE packet fits its place in the message:
+/// FIRST and MIDDLE packets are full (the path MTU), a LAST one carries 1 byte to a
+/// full MTU, an ONLY one up to the MTU (rxe checks the same).
+fn payload_fits(inner: &QpInner, pkt: &Packet<'_>) -> bool {
+    let n = pkt.payload().len();
+    let mtu = inner.mtu_bytes() as usize;
+    let f = pkt.info.flags;
+    match (f & flag::FIRST != 0, f & flag::LAST != 0) {
+        (true, true) => n <= mtu,
+        (false, true) => (1..=mtu).contains(&n),
+        _ => n == mtu,
+    }
 }
 
 /// Places the payload of an in-sequence packet of a connected QP.
@@ -471,8 +502,9 @@ fn place(
     let last = f & flag::LAST != 0;
     let payload = pkt.payload();
     let imm = pkt.imm();
-    // A message starts with its first packet and only then.
-    if first != inner.resp.msg.is_none() {
+    // A message starts with its first packet and only then; its packets are cut at
+    // the path MTU.
+    if first != inner.resp.msg.is_none() || !payload_fits(inner, pkt) {
         return Placed::Sequence;
     }
     if f & flag::SEND != 0 {
@@ -484,7 +516,7 @@ fn place(
             }
             None => match take_recv(&dev.wq, shared, inner) {
                 None => return Placed::NoWqe,
-                Some(Err(())) => return Placed::Local(WC_LOC_LEN_ERR),
+                Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
                 Some(Ok(w)) => (w, 0),
             },
         };
@@ -519,7 +551,7 @@ fn place(
         if let Some(rkey) = pkt.ieth() {
             // The sender asks that its peer's key stop opening memory, as a LOCAL_INV
             // of this QP would.
-            if mr::invalidate(dev, rkey, shared.pd).is_err() {
+            if mr::invalidate(dev, rkey, shared.pd, shared.qp_num()).is_err() {
                 return recv_error(inner, wqe, WC_LOC_QP_OP_ERR);
             }
             c.ex = rkey;
@@ -535,7 +567,7 @@ fn place(
             return Placed::Sequence;
         }
         None => {
-            let Some(reth) = pkt.reth() else {
+            let Some(reth) = pkt.reth().filter(|r| r.len <= MAX_DMA_LEN) else {
                 return Placed::Sequence;
             };
             // A zero-length WRITE touches no memory and checks no key.
@@ -566,7 +598,7 @@ fn place(
                 }
                 return Placed::NoWqe;
             }
-            Some(Err(())) => return Placed::Local(WC_LOC_LEN_ERR),
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
             Some(Ok(w)) => Some(w),
         },
         _ => None,
@@ -608,7 +640,10 @@ fn place(
         if rkey.is_none() {
             return Placed::Sequence;
         }
-        inner.resp.msg = Some(Msg::Write(rkey, va + u64::from(n), left - n, total));
+        let Ok(next) = mr::iova_add(va, u64::from(n)) else {
+            return Placed::Access;
+        };
+        inner.resp.msg = Some(Msg::Write(rkey, next, left - n, total));
         return Placed::Done(None);
     }
     let (Some(imm), Some(wqe)) = (imm, imm_wqe) else {
@@ -785,7 +820,17 @@ fn read_or_atomic(
                 (true, answer(ndev, shared, inner, ATOMIC_ACK, p, orig))
             }
             Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
-                inner.resp.sending = Some((i, p, p));
+                // Responses on their way are not started again: a duplicate restarts
+                // the responses only where it goes back (the requester lost some). So
+                // however often a request comes again, the QP sends one stream at a
+                // time, at the pace of its runs' budget.
+                let back = inner
+                    .resp
+                    .sending
+                    .is_none_or(|(_, next, _)| psn::diff(p, next) < 0);
+                if back {
+                    inner.resp.sending = Some((i, p, p));
+                }
                 (true, None)
             }
             Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => {
@@ -803,6 +848,11 @@ fn read_or_atomic(
         let Some(reth) = pkt.reth() else {
             return (false, None);
         };
+        if reth.len > MAX_DMA_LEN {
+            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+            return (true, reply);
+        }
         let rkey = if reth.len == 0 {
             None
         } else {
@@ -896,6 +946,17 @@ fn flush_or_atomic_write(
     let Some(reth) = pkt.reth() else {
         return (false, None);
     };
+    // A FLUSH names what it makes visible (global, persistent, or both) and how much
+    // (a range or the whole MR): anything else is no FLUSH, and would otherwise need no
+    // access right to tell whether a key opens a range.
+    let flush_ok = pkt
+        .feth()
+        .is_none_or(|h| (1..=3).contains(&h.placement) && h.selectivity <= 1);
+    if reth.len > MAX_DMA_LEN || !flush_ok {
+        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
+        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
+        return (true, reply);
+    }
     let qpn = shared.qp_num();
     let region = mr::remote(dev, reth.rkey, shared.pd, qpn, needs(pkt));
     let ok = if pkt.info.flags & flag::ATOMIC_WRITE != 0 {
@@ -986,6 +1047,21 @@ fn responder_error(
     }
 }
 
+/// The UC message in progress is dropped (a packet of it was lost or refused), and with
+/// it the rest of its packets if `rest`. A receive WQE it had taken was not completed:
+/// it serves the next message, as if never taken (a peer that starts messages and
+/// never ends them uses up no receive WQE).
+fn drop_message(inner: &mut QpInner, rest: bool) {
+    if let Some(Msg::Send(w, _)) = inner.resp.msg.take() {
+        // A message in progress took its WQE from `held` or after it: nothing else is
+        // held now.
+        inner.resp.held.get_or_insert(w);
+    }
+    if rest {
+        inner.resp.msg = Some(Msg::Discard);
+    }
+}
+
 /// A request packet of a UC QP.
 fn uc(
     dev: &Device<RxeRs>,
@@ -995,13 +1071,12 @@ fn uc(
 ) -> bool {
     let p = pkt.bth.psn;
     let first = pkt.info.flags & flag::FIRST != 0;
+    let last = pkt.info.flags & flag::LAST != 0;
     if p != inner.resp.psn {
         // A lost packet: the message in progress is lost with it. A new message may
         // start here.
-        // (A receive WQE it had taken is dropped uncompleted, as the message is.)
-        inner.resp.msg = None;
+        drop_message(inner, !first);
         if !first {
-            inner.resp.msg = Some(Msg::Discard);
             inner.resp.psn = psn::add(p, 1);
             return false;
         }
@@ -1011,18 +1086,14 @@ fn uc(
         if first {
             inner.resp.msg = None;
         } else {
-            if pkt.info.flags & flag::LAST != 0 {
+            if last {
                 inner.resp.msg = None;
             }
             return false;
         }
     }
     if !op_allowed(inner, pkt) {
-        inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
-            None
-        } else {
-            Some(Msg::Discard)
-        };
+        drop_message(inner, !last);
         return false;
     }
     match place(dev, shared, inner, pkt) {
@@ -1031,24 +1102,9 @@ fn uc(
             true
         }
         Placed::Done(_) => true,
-        Placed::Fault => {
-            // UC cannot ask for the packet again: the message is dropped, and a
-            // receive WQE it had taken serves the next one.
-            if let Some(Msg::Send(w, _)) = inner.resp.msg.take() {
-                inner.resp.held = Some(w);
-            }
-            if pkt.info.flags & flag::LAST == 0 {
-                inner.resp.msg = Some(Msg::Discard);
-            }
-            false
-        }
-        Placed::NoWqe | Placed::Sequence | Placed::Access => {
-            // The rest of the message is dropped.
-            inner.resp.msg = if pkt.info.flags & flag::LAST != 0 {
-                None
-            } else {
-                Some(Msg::Discard)
-            };
+        // UC cannot ask for a packet again: the rest of the message is dropped.
+        Placed::Fault | Placed::NoWqe | Placed::Sequence | Placed::Access => {
+            drop_message(inner, !last);
             false
         }
         Placed::Local(status) => {
@@ -1080,9 +1136,10 @@ fn datagram(
     let wqe = match take_recv(&dev.wq, shared, inner) {
         None => return false,
         Some(Ok(w)) => w,
-        Some(Err(())) => {
+        Some(Err(m)) => {
             // A receive WQE that fails its checks: consumed with a length error.
             let c = Completion {
+                wr_id: m.wr_id,
                 status: WC_LOC_LEN_ERR,
                 qp_num: shared.qp_num(),
                 wc_qp: shared.wc_qp,

@@ -24,7 +24,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
-use crate::wqe::{RecvWqe, WqeError, MAX_RECV_WQE};
+use crate::wqe::{Malformed, RecvWqe, MAX_RECV_WQE};
 use kernel::{
     prelude::*,
     sync::{
@@ -239,7 +239,7 @@ impl RxeSrq {
 impl SrqHandle {
     /// Takes the oldest posted receive for an arriving message; when that leaves fewer
     /// posted than the armed limit, the limit is disarmed and the consumer told.
-    pub(crate) fn take(&self, wq: &Workqueue) -> Option<Result<RecvWqe, WqeError>> {
+    pub(crate) fn take(&self, wq: &Workqueue) -> Option<Result<RecvWqe, Malformed>> {
         let mut inner = self.0.inner.lock();
         let bytes = inner.ring.take::<MAX_RECV_WQE>()?;
         if inner.limit != 0 && inner.ring.count() < inner.limit {

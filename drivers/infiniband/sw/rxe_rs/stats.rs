@@ -47,6 +47,9 @@ pub(crate) enum Counter {
     RetryExceeded,
     /// WQEs that completed with `RNR_RETRY_EXC_ERR`.
     RnrRetryExceeded,
+    /// Received packets dropped for a P_Key that is not the port's (also the port's
+    /// `bad_pkey_cntr`).
+    BadPkey,
 }
 
 /// The counters' names, in [`Counter`] order.
@@ -69,10 +72,11 @@ pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"out_of_seq_request"),
     StatDesc::new(c"retry_exceeded_err"),
     StatDesc::new(c"retry_rnr_exceeded_err"),
+    StatDesc::new(c"rcvd_bad_pkey"),
 ];
 
 /// How many counters there are.
-const N: usize = 18;
+const N: usize = 19;
 
 /// The device's counters.
 pub(crate) struct Counters([Atomic<u64>; N]);

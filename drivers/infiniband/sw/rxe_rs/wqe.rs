@@ -8,6 +8,7 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
+use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR};
 use crate::mr::Bind;
 use crate::param;
 use crate::srq::{RECV_WQE_HDR, SGE_LEN};
@@ -98,15 +99,16 @@ pub(crate) struct Sge {
     pub(crate) lkey: u32,
 }
 
-/// Walks the buffers `sges` describe, as one message: calls `f` with each SGE and the
-/// offset in it of each piece of the `len` bytes from byte `at` of the message on,
-/// and the range of those bytes the piece holds. `Err(WC_LOC_LEN_ERR)` if the buffers
-/// end first; `f`'s error ends the walk.
+/// Walks the buffers `sges` describe, as one message: calls `f` with the local key and
+/// the address of each piece of the `len` bytes from byte `at` of the message on, and
+/// the range of those bytes the piece holds. `Err(WC_LOC_LEN_ERR)` if the buffers end
+/// first, `Err(WC_LOC_PROT_ERR)` if a piece's address would pass 2^64 (an SGE's address
+/// is the process's to choose); `f`'s error ends the walk.
 pub(crate) fn for_each_piece(
     sges: impl Iterator<Item = Sge>,
     at: usize,
     len: usize,
-    mut f: impl FnMut(&Sge, u64, core::ops::Range<usize>) -> Result<(), u32>,
+    mut f: impl FnMut(u32, u64, core::ops::Range<usize>) -> Result<(), u32>,
 ) -> Result<(), u32> {
     let mut skip = at;
     let mut done = 0;
@@ -120,22 +122,23 @@ pub(crate) fn for_each_piece(
             continue;
         }
         let n = (room - skip).min(len - done);
-        f(&sge, skip as u64, done..done + n)?;
+        let addr = crate::mr::iova_add(sge.addr, skip as u64).map_err(|_| WC_LOC_PROT_ERR)?;
+        f(sge.lkey, addr, done..done + n)?;
         done += n;
         skip = 0;
     }
     if done != len {
-        return Err(crate::cq::WC_LOC_LEN_ERR);
+        return Err(WC_LOC_LEN_ERR);
     }
     Ok(())
 }
 
-/// Why a WQE was refused.
+/// A WQE that was refused: more SGEs than the queue allows, inline data beyond its
+/// room, or a total length that overflows or passes the largest message. It still
+/// completes (in error), with the `wr_id` its first 8 bytes hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum WqeError {
-    /// More SGEs than the queue allows, inline data beyond its room, or a total length
-    /// that overflows.
-    Length,
+pub(crate) struct Malformed {
+    pub(crate) wr_id: u64,
 }
 
 /// A send WQE, copied and checked.
@@ -169,8 +172,9 @@ impl SendWqe {
         bytes: [u8; MAX_SEND_WQE],
         max_sge: u32,
         max_inline: u32,
-    ) -> Result<Self, WqeError> {
+    ) -> Result<Self, Malformed> {
         let b = &bytes;
+        let wr_id = u64_at(b, at::WR_ID);
         let flags = u32_at(b, at::FLAGS);
         let opcode = u32_at(b, at::OPCODE);
         let dma_length = u32_at(b, at::DMA_LENGTH);
@@ -184,28 +188,28 @@ impl SendWqe {
             8
         } else if flags & send_flag::INLINE != 0 {
             if dma_length > max_inline || dma_length as usize > MAX_SEND_WQE - SEND_WQE_HDR {
-                return Err(WqeError::Length);
+                return Err(Malformed { wr_id });
             }
             dma_length
         } else {
             if num_sge > max_sge || num_sge > param::MAX_SGE {
-                return Err(WqeError::Length);
+                return Err(Malformed { wr_id });
             }
             // The length is the SGEs' sum, whatever the WQE says it is.
             let mut total = 0u32;
             for i in 0..num_sge as usize {
                 let len = u32_at(b, SEND_WQE_HDR + i * SGE_LEN as usize + 8);
-                total = total.checked_add(len).ok_or(WqeError::Length)?;
+                total = total.checked_add(len).ok_or(Malformed { wr_id })?;
             }
             total
         };
         if length > param::PORT_MAX_MSG_SZ {
-            return Err(WqeError::Length);
+            return Err(Malformed { wr_id });
         }
         let mut ex = [0u8; 4];
         ex.copy_from_slice(&b[at::EX..at::EX + 4]);
         Ok(Self {
-            wr_id: u64_at(b, at::WR_ID),
+            wr_id,
             opcode,
             flags,
             ex,
@@ -310,16 +314,26 @@ pub(crate) struct RecvWqe {
 
 impl RecvWqe {
     /// Parses a copied receive WQE of a queue with room for `max_sge` SGEs.
-    pub(crate) fn parse(bytes: [u8; MAX_RECV_WQE], max_sge: u32) -> Result<Self, WqeError> {
+    pub(crate) fn parse(bytes: [u8; MAX_RECV_WQE], max_sge: u32) -> Result<Self, Malformed> {
+        let wr_id = u64_at(&bytes, 0);
         let num_sge = u32_at(&bytes, 16 + 12);
         if num_sge > max_sge || num_sge > param::MAX_SGE {
-            return Err(WqeError::Length);
+            return Err(Malformed { wr_id });
         }
         Ok(Self {
-            wr_id: u64_at(&bytes, 0),
+            wr_id,
             num_sge: num_sge as usize,
             bytes,
         })
+    }
+
+    /// A WQE with no buffers that completes `m` in error.
+    pub(crate) fn malformed(m: Malformed) -> Self {
+        Self {
+            wr_id: m.wr_id,
+            num_sge: 0,
+            bytes: [0; MAX_RECV_WQE],
+        }
     }
 
     /// The SGEs.

@@ -129,7 +129,7 @@ pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, o
         Route::Local => out
             .skb
             .into_received(out.ip_len)
-            .map(|skb| crate::device::RxeDev::loopback(dev, skb)),
+            .and_then(|skb| crate::device::RxeDev::loopback(dev, skb)),
         Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
         Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
     };
