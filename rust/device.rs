@@ -1155,10 +1155,20 @@ impl<T: Driver> Device<T> {
         bad: *mut *const bindings::ib_send_wr,
     ) -> c_int {
         // SAFETY: ib_core calls this on a live QP of our device.
+        let user = unsafe { !(*qp).uobject.is_null() };
+        // SAFETY: As above.
         let qp = unsafe { Qp::<T>::from_raw(qp) };
         if wr.is_null() {
             // A process's doorbell: its work requests are in its ring.
             return from_result(|| T::doorbell(qp).map(|()| 0));
+        }
+        if user {
+            // A process's work requests go through its ring; uverbs' own post command
+            // would hand over addresses the process chose, which a `SendWr` must never
+            // carry (its inline data is copied from kernel memory).
+            // SAFETY: `bad` is valid for writes for the call.
+            unsafe { *bad = wr };
+            return EINVAL.to_errno();
         }
         let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
         // SAFETY: `wr` heads a chain of valid requests for the call, of the kind the QP's

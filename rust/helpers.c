@@ -109,9 +109,36 @@ unsigned long rxe_rs_vma_len(struct vm_area_struct *vma)
 	return vma->vm_end - vma->vm_start;
 }
 
+/*
+ * Zeroed memory for a ring a process maps, as vmalloc_user() makes it (VM_USERMAP, for
+ * remap_vmalloc_range()), but charged to the calling process's memory cgroup: its pages
+ * and their array are allocated with GFP_KERNEL_ACCOUNT and handed to vmap() with
+ * VM_MAP_PUT_PAGES, so that vfree() frees them.
+ */
 void *rxe_rs_vmalloc_user(size_t size)
 {
-	return vmalloc_user(size);
+	unsigned long count = DIV_ROUND_UP(size, PAGE_SIZE), i;
+	struct page **pages;
+	void *addr;
+
+	if (!count || count > UINT_MAX)
+		return NULL;
+	pages = kvmalloc_array(count, sizeof(*pages), GFP_KERNEL_ACCOUNT);
+	if (!pages)
+		return NULL;
+	for (i = 0; i < count; i++) {
+		pages[i] = alloc_page(GFP_KERNEL_ACCOUNT | __GFP_ZERO);
+		if (!pages[i])
+			goto free;
+	}
+	addr = vmap(pages, count, VM_USERMAP | VM_MAP_PUT_PAGES, PAGE_KERNEL);
+	if (addr)
+		return addr;
+free:
+	while (i--)
+		__free_page(pages[i]);
+	kvfree(pages);
+	return NULL;
 }
 
 /*

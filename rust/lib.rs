@@ -22,7 +22,7 @@
 //! | [`mr::Mr<T>`] | `struct ib_mr` + data | the driver (`KBox`) | the driver, in `dereg_mr` |
 //! | [`mr::Umem`] | `struct ib_umem` | `ib_umem_get()` | `ib_umem_release()` |
 //! | [`mmap::UserMap`] | `struct rdma_user_mmap_entry` + memory | the driver | ib_core's `mmap_free` |
-//! | [`queue::QueueMem`] | `vmalloc_user()` memory | the driver | last [`Arc`](kernel::sync::Arc), pages at last unmap |
+//! | [`queue::QueueMem`] | charged `vmap()` of `VM_USERMAP` pages | the driver | last [`Arc`](kernel::sync::Arc), pages at last unmap |
 //! | [`link::Registration<T>`] | `struct rdma_link_ops` | the module (pinned) | the module |
 //! | [`netdev::Notifier<T>`] | `struct notifier_block` | the module (pinned) | the module |
 //!

@@ -17,7 +17,7 @@ use kernel::{
     ffi::c_char,
     prelude::*,
     str::CStr,
-    sync::atomic::{Acquire, Atomic, Release},
+    sync::atomic::{Acquire, Atomic, Relaxed, Release},
     types::Opaque,
 };
 
@@ -27,9 +27,12 @@ kernel::sync::global_lock! {
     unsafe(uninit) static NEWLINK_LOCK: Mutex<()> = ();
 }
 
-/// Whether a [`Registration`] exists: there is at most one, and `NEWLINK_LOCK` is
-/// initialised only when none does (so no `newlink` can be using it).
+/// Whether a [`Registration`] exists: there is at most one at a time.
 static REGISTERED: Atomic<bool> = Atomic::new(false);
+
+/// Whether `NEWLINK_LOCK` was initialised (once per module load, by the first
+/// registration).
+static LOCK_READY: Atomic<bool> = Atomic::new(false);
 
 /// Handler of `rdma link add` for one link type.
 pub(crate) trait LinkDriver: 'static {
@@ -81,10 +84,12 @@ impl<T: LinkDriver> Registration<T> {
             if REGISTERED.cmpxchg(false, true, Acquire).is_err() {
                 return Err(EBUSY);
             }
-            // SAFETY: No registration exists (we just claimed the only one), so no link
-            // type of this layer is registered and no `newlink` runs: the lock is not in
-            // use.
-            unsafe { NEWLINK_LOCK.init() };
+            if LOCK_READY.cmpxchg(false, true, Relaxed).is_ok() {
+                // SAFETY: The first registration of this module load: no link type of
+                // this layer was ever registered, so no `newlink` has used the lock,
+                // and this runs once.
+                unsafe { NEWLINK_LOCK.init() };
+            }
             // SAFETY: Per this closure's caller, `slot` is valid for initialising a
             // pinned `Self`.
             let made = unsafe { register.__pinned_init(slot) };

@@ -85,7 +85,7 @@ impl Umem {
         };
         let count = (offset + length).div_ceil(PAGE_SIZE);
         umem.pages
-            .extend_with(count, core::ptr::null_mut(), GFP_KERNEL)?;
+            .extend_with(count, core::ptr::null_mut(), GFP_KERNEL_ACCOUNT)?;
         // SAFETY: A live umem; `pages` has room for `count` entries.
         let got = unsafe { bindings::rxe_rs_umem_pages(raw, umem.pages.as_mut_ptr(), count) };
         if got != count {

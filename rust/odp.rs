@@ -181,7 +181,7 @@ impl OdpUmem {
         };
         let count = usize::try_from((end - start) >> PAGE_SHIFT).map_err(|_| EINVAL)?;
         let mut pages = KVVec::new();
-        pages.extend_with(count, 0, GFP_KERNEL)?;
+        pages.extend_with(count, 0, GFP_KERNEL_ACCOUNT)?;
         // The old list is empty: nothing is freed under the lock.
         *this.mirror.pages.lock() = pages;
         let private: *const Mirror = &*this.mirror;

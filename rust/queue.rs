@@ -22,7 +22,9 @@
 //! of the geometry ([`Geometry`]) and of the index it owns, masks every index it reads,
 //! and copies a slot out before looking at it.
 //!
-//! The memory ([`QueueMem`]) is `vmalloc_user()` memory. It is reference counted twice: by
+//! The memory ([`QueueMem`]) is zeroed vmalloc memory a process may map, as
+//! `vmalloc_user()` makes, but charged to the process's memory cgroup
+//! (`rxe_rs_vmalloc_user()`). It is reference counted twice: by
 //! [`Arc`] for the kernel's users (the object, the mmap offer), and page by page by the
 //! mm for the process's mappings. Freeing it while a process still maps it is therefore
 //! safe: the pages stay with the mapping and go when it is unmapped.
@@ -49,7 +51,7 @@ const CONSUMER_OFF: usize = 256;
 ///
 /// # Invariants
 ///
-/// `ptr` is a `vmalloc_user()` allocation of `len` bytes (a multiple of the page size),
+/// `ptr` is an `rxe_rs_vmalloc_user()` allocation of `len` bytes (a multiple of the page size),
 /// owned by this value and freed with `vfree()` when it is dropped.
 pub(crate) struct QueueMem {
     ptr: NonNull<u8>,
@@ -69,7 +71,7 @@ impl QueueMem {
         // SAFETY: Allocates; no preconditions.
         let raw = unsafe { bindings::rxe_rs_vmalloc_user(len) };
         let ptr = NonNull::new(raw.cast::<u8>()).ok_or(ENOMEM)?;
-        // INVARIANT: `ptr` is a fresh `vmalloc_user()` allocation of `len` bytes.
+        // INVARIANT: `ptr` is a fresh `rxe_rs_vmalloc_user()` allocation of `len` bytes.
         // On failure the value is dropped, which frees the allocation.
         Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
     }

@@ -167,7 +167,8 @@ impl<'a> SendWr<'a> {
     }
 
     /// Copies the data of SGE `i` (the consumer's kernel memory, for inline data) into
-    /// `out`, which must be as long as the SGE.
+    /// `out`, which must be as long as the SGE. A `SendWr` is only ever made for a
+    /// kernel consumer's QP (see `Device::post_send`).
     pub(crate) fn read_inline(&self, i: usize, out: &mut [u8]) -> Result {
         let sge = self.sge(i);
         if out.len() != sge.length as usize {

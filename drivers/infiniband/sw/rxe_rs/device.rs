@@ -66,8 +66,6 @@ pub(crate) struct RxeRs;
 pub(crate) struct LoopQueue {
     #[pin]
     list: SkbList,
-    /// How many packets `list` holds.
-    len: usize,
     /// A receiver is queued or running; the queue is empty when it is not.
     busy: bool,
     /// The device, held for the receiver queued next (taken by it while it runs).
@@ -79,6 +77,8 @@ pub(crate) struct LoopQueue {
 pub(crate) struct LoopRx {
     #[pin]
     q: SpinLockIrq<LoopQueue>,
+    /// How many packets the queue holds: changed under its lock, read without it.
+    len: Atomic<usize>,
 }
 
 /// How many packets the loopback queue's receiver takes in one run (one RCU read-side
@@ -105,7 +105,9 @@ impl TaskRun for LoopRx {
                     let q = q.as_mut().project();
                     let next = q.list.pop();
                     match next {
-                        Some(_) => *q.len = q.len.saturating_sub(1),
+                        Some(_) => {
+                            task.len.fetch_sub(1, Relaxed);
+                        }
                         None => *q.busy = false,
                     }
                     next
@@ -280,10 +282,10 @@ impl RxeDev {
             lo: Loopback(Task::new(try_pin_init!(LoopRx {
                 q <- new_spinlock_irq!(pin_init!(LoopQueue {
                     list <- SkbList::new(),
-                    len: 0,
                     busy: false,
                     dev: None,
                 })),
+                len: Atomic::new(0),
             }))?),
             owed: OwedWork(Task::new(try_pin_init!(OwedTx {
                 q <- new_spinlock_irq!(OwedQueue {
@@ -307,15 +309,16 @@ impl RxeDev {
     /// with interrupts disabled.
     pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) -> Result {
         {
+            let len = &dev.lo.0.len;
             let mut q = dev.lo.0.q.lock();
             let q = q.as_mut().project();
-            if *q.len >= LOOP_LIMIT {
+            if len.load(Relaxed) >= LOOP_LIMIT {
                 return Err(ENOSPC);
             }
             if *q.busy {
                 // A receiver is queued or running and will find the packet.
                 q.list.push(skb).map_err(|_| EINVAL)?;
-                *q.len += 1;
+                len.fetch_add(1, Relaxed);
                 return Ok(());
             }
             let Some(held) = dev.get_ref() else {
@@ -325,7 +328,7 @@ impl RxeDev {
                 return Ok(());
             };
             q.list.push(skb).map_err(|_| EINVAL)?;
-            *q.len += 1;
+            len.fetch_add(1, Relaxed);
             *q.busy = true;
             *q.dev = Some(held);
         }
@@ -335,7 +338,7 @@ impl RxeDev {
 
     /// How many packets the loopback queue holds.
     pub(crate) fn loop_backlog(&self) -> usize {
-        self.lo.0.q.lock().len
+        self.lo.0.len.load(Relaxed)
     }
 
     /// Notes that QP `qpn` owes `what` (an acknowledgement to its peer, a run of its

@@ -234,13 +234,18 @@ pub(crate) struct Region {
     length: u64,
 }
 
+/// Whether `len` bytes at `addr` lie inside the `length` bytes at `start`. Computed from
+/// offsets, never from end addresses: a range may end exactly at 2^64.
+fn within(start: u64, length: u64, addr: u64, len: u64) -> bool {
+    addr.checked_sub(start)
+        .is_some_and(|off| off <= length && len <= length - off)
+}
+
 impl Region {
     /// Checks that `len` bytes at `iova` are inside the region; returns the offset of
     /// `iova` in the MR's memory.
     fn offset(&self, iova: u64, len: usize) -> Result<usize, AccessError> {
-        let off = iova.checked_sub(self.start).ok_or(AccessError::Range)?;
-        let end = off.checked_add(len as u64).ok_or(AccessError::Range)?;
-        if end > self.length {
+        if !within(self.start, self.length, iova, len as u64) {
             return Err(AccessError::Range);
         }
         // A window lies inside its MR: `start` is at or after `base`.
@@ -509,14 +514,12 @@ pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, Op
     }
     if let Some(mr) = &mr {
         let mut m = mr.state.lock();
-        let end = b.addr.checked_add(b.length).ok_or(OpError)?;
         let writes = b.access & (need::REMOTE_WRITE | need::REMOTE_ATOMIC) != 0;
         if !m.valid
             || m.dying
             || m.access & need::MW_BIND == 0
             || (writes && m.access & need::LOCAL_WRITE == 0)
-            || b.addr < m.iova
-            || end > m.iova.saturating_add(m.length)
+            || !within(m.iova, m.length, b.addr, b.length)
         {
             return Err(OpError);
         }

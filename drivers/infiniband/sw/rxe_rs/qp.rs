@@ -39,7 +39,7 @@ use crate::mr::Fault;
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
 use crate::req::{ReqState, Step};
-use crate::resp::{Msg, RespState};
+use crate::resp::{Msg, Next, RespState};
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
 use crate::stats::Counter;
@@ -476,6 +476,12 @@ impl RxeQp {
             events: events.clone(),
             dev: dev_ref,
         }))?;
+        // The process learns where its rings are before the QP is published: a failed
+        // answer (a bad response pointer) then leaves nothing that a packet could have
+        // found, and the QP goes as it came, in process context.
+        if let Some(user) = user {
+            user.udata.respond(&resp)?;
+        }
         // The GSI QP is QP1 (one port, so one of them); the others are numbered from
         // the table's range.
         let qp_num = if init.qp_type == QpType::Gsi {
@@ -493,10 +499,6 @@ impl RxeQp {
             rq_max_sge: cap.max_recv_sge,
             _charge: charge,
         };
-        if let Some(Err(e)) = user.map(|u| u.udata.respond(&resp)) {
-            dev.qp_table.remove(qp_num);
-            return Err(e);
-        }
         Ok(QpCreated {
             data: qp,
             qp_num,
@@ -638,6 +640,12 @@ impl RxeQp {
                 QpState::Rts if cur != QpState::Rts => {
                     inner.rnr_left = inner.attrs.rnr_retry;
                     inner.retry_left = inner.attrs.retry_cnt;
+                    // Back from SQD: what a run left to the work item (its budget
+                    // spent) is sent now.
+                    if cur == QpState::Sqd {
+                        inner.kick = true;
+                        wake = true;
+                    }
                 }
                 QpState::Err => {
                     Self::flush(&qp.shared, &mut inner, wq);
@@ -782,29 +790,27 @@ impl RxeQp {
         let mut timeout = None;
         let mut budget = param::RUN_BUDGET;
         loop {
-            // Not under the QP's lock: the loopback queue's is never taken inside it.
-            let backlog = dev.loop_backlog() >= LOOP_BACKLOG;
             let step = {
                 let mut inner = shared.inner.lock();
                 let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
-                if go && (budget == 0 || backlog) {
-                    // The process may keep posting for ever, and the device's own
-                    // packets wait to be received: the rest is the work item's
-                    // (nothing queues a dead QP's, see `destroy`).
-                    inner.req.busy = false;
-                    inner.req.again = false;
-                    inner.kick = true;
-                    drop(inner);
-                    dev.wq.run(shared);
-                    break;
-                }
-                budget = budget.saturating_sub(1);
-                let step = if go {
-                    crate::req::step(dev, ndev, shared, &mut inner)
-                } else {
-                    Step::Idle
+                let step = match go {
+                    true if budget == 0 => Step::Backlog,
+                    true => crate::req::step(dev, ndev, shared, &mut inner),
+                    false => Step::Idle,
                 };
+                budget = budget.saturating_sub(1);
                 match step {
+                    Step::Backlog => {
+                        // The process may keep posting for ever, or the device's own
+                        // packets wait to be received: the rest is the work item's
+                        // (nothing queues a dead QP's, see `destroy`).
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        inner.kick = true;
+                        drop(inner);
+                        dev.wq.run(shared);
+                        break;
+                    }
                     Step::Idle if go && inner.req.again => {
                         inner.req.again = false;
                         Step::Again
@@ -824,7 +830,7 @@ impl RxeQp {
             match step {
                 Step::Packet(out) => crate::xmit::send(dev, ndev, &shared.routes, out),
                 Step::Again => continue,
-                Step::Idle => break,
+                Step::Idle | Step::Backlog => break,
             }
         }
         // Packets await acknowledgement: check on them when the timeout runs out.
@@ -833,9 +839,11 @@ impl RxeQp {
         }
     }
 
-    /// Sends the READ responses that wait, one packet at a time (one caller at a time,
-    /// as the requester), for [`param::RUN_BUDGET`] packets at most: then the QP's work
-    /// item goes on (a peer may ask for 2 GiB in one request, and ask again).
+    /// Sends the answers that wait (READ responses, atomic acknowledgements), one
+    /// packet at a time, in PSN order (one caller at a time, as the requester), then
+    /// the acknowledgement and the NAK that follow them. A run sends at most
+    /// [`param::RUN_BUDGET`] packets, and stops while the loopback queue it would add to
+    /// is full: the QP's work item goes on (a peer may ask for 2 GiB in one request).
     fn run_responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
         {
             let mut inner = shared.inner.lock();
@@ -845,11 +853,22 @@ impl RxeQp {
             }
             inner.resp.busy = true;
         }
+        // Keys are looked up, and packets of the QP handed on, in an RCU read-side
+        // section, as on every path of the data path (see `destroy`).
+        let _rcu = kernel::sync::rcu::read_lock();
         let mut budget = param::RUN_BUDGET;
         loop {
             let out = {
                 let mut inner = shared.inner.lock();
-                if !inner.dead && budget == 0 && inner.resp.has_responses() {
+                let live = !inner.dead
+                    && matches!(
+                        inner.state,
+                        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+                    );
+                let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
+                let backlog = local && dev.loop_backlog() >= LOOP_BACKLOG;
+                if live && inner.resp.has_responses() && (budget == 0 || backlog) {
+                    // The rest is the work item's (nothing queues a dead QP's).
                     inner.resp.busy = false;
                     inner.resp.again = false;
                     inner.respond = true;
@@ -858,29 +877,35 @@ impl RxeQp {
                     break;
                 }
                 budget = budget.saturating_sub(1);
-                let out = if inner.dead {
-                    None
-                } else {
+                let next = if live {
                     crate::resp::next_response(dev, ndev, shared, &mut inner)
+                } else {
+                    Next::Idle
                 };
-                if out.is_none() {
-                    if inner.resp.again && !inner.dead {
+                match next {
+                    Next::Packet(o) => Some(o),
+                    Next::Lost => None,
+                    Next::Idle if live && inner.resp.again => {
                         inner.resp.again = false;
-                        continue;
+                        None
                     }
-                    inner.resp.busy = false;
-                    inner.resp.again = false;
-                    // An acknowledgement owed for requests after the READs answered
-                    // follows their responses.
-                    if !inner.dead && !inner.resp.has_responses() {
-                        if let Some(o) = crate::resp::owed(ndev, shared, &mut inner) {
-                            drop(inner);
+                    Next::Idle => {
+                        inner.resp.busy = false;
+                        inner.resp.again = false;
+                        // The acknowledgement owed for requests after the ones answered,
+                        // and a NAK made meanwhile, follow the answers.
+                        let tail = if live && !inner.resp.has_responses() {
+                            crate::resp::after_answers(ndev, shared, &mut inner)
+                        } else {
+                            [None, None]
+                        };
+                        drop(inner);
+                        for o in tail.into_iter().flatten() {
                             crate::xmit::send(dev, ndev, &shared.routes, o);
                         }
+                        break;
                     }
-                    break;
                 }
-                out
             };
             if let Some(o) = out {
                 crate::xmit::send(dev, ndev, &shared.routes, o);
@@ -932,10 +957,16 @@ impl RxeQp {
             }
         }
         if pkt.info.flags & flag::REQUEST != 0 {
-            let (taken, reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
-            let responses = inner.resp.has_responses();
-            // Any other response goes after the acknowledgement owed so far.
-            let owed = if reply.is_some() || responses {
+            // Answers still to send from before this packet come first: whoever sends
+            // them (a run in progress, or the work item) sends what this packet adds.
+            let waiting = inner.resp.has_responses();
+            let (taken, mut reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
+            let responses = !waiting && inner.resp.has_responses();
+            let owed = if waiting {
+                inner.resp.defer(reply.take());
+                None
+            } else if reply.is_some() || responses {
+                // Any other response goes after the acknowledgement owed so far.
                 crate::resp::owed(ndev, qp, &mut inner)
             } else {
                 None
@@ -974,6 +1005,8 @@ impl RxeQp {
         inner
             .sq
             .flush(&shared.send_cq, wq, shared.qp_num.get(), shared.wc_qp);
+        // Nothing more is answered either.
+        inner.resp.stop();
         inner.req.cur = None;
         inner.req.next = inner.sq.consumer();
         inner.rnr_wait = false;

@@ -22,9 +22,13 @@
 //! error state, which flushes the rest.
 
 use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
-use crate::device::{RxeDev, RxeRs};
+use crate::device::{RxeDev, RxeRs, LOOP_BACKLOG};
 use crate::ib::task::Task;
-use crate::ib::{device::Device, netdev::NetDevice, qp::QpType};
+use crate::ib::{
+    device::Device,
+    netdev::NetDevice,
+    qp::{AddressVector, QpType},
+};
 use crate::mr::{self, Fault};
 use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
@@ -82,7 +86,8 @@ impl ReqState {
     /// The state of a QP whose send ring has `slots` slots (0 for UD, which keeps none).
     pub(crate) fn new(slots: usize) -> Result<Self> {
         let mut sent = KVVec::new();
-        sent.extend_with(slots, SentWqe::default(), GFP_KERNEL)?;
+        // As large as the process asked the ring to be: charged to its memory cgroup.
+        sent.extend_with(slots, SentWqe::default(), GFP_KERNEL_ACCOUNT)?;
         Ok(Self {
             next: 0,
             cur: None,
@@ -123,6 +128,15 @@ pub(crate) enum Step {
     Again,
     /// Nothing to do.
     Idle,
+    /// A packet is to go to the device's own loopback queue, which holds as many as
+    /// the requesters may add (or the run spent its budget): the rest waits for the
+    /// QP's work item.
+    Backlog,
+}
+
+/// Whether a packet to `av` would go to the device's loopback queue while it is full.
+fn backlogged(dev: &RxeDev, av: &AddressVector) -> bool {
+    av.sgid == av.dgid && dev.loop_backlog() >= LOOP_BACKLOG
 }
 
 /// Takes the next step of the requester of a QP in RTS.
@@ -210,6 +224,9 @@ fn connected(
     inner: &mut QpInner,
 ) -> Step {
     let mtu = inner.mtu_bytes();
+    if has_unsent(inner) && backlogged(dev, &inner.attrs.av) {
+        return Step::Backlog;
+    }
     let (index, offset) = match inner.req.cur {
         Some(c) => c,
         None => {
@@ -691,6 +708,10 @@ fn ud(
         fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
         return Step::Again;
     };
+    if backlogged(dev, av) {
+        // The WQE stays at the head.
+        return Step::Backlog;
+    }
     let qp_num = shared.qp_num();
     // A Q_Key with its top bit set means "the QP's own" (the GSI QP's is fixed).
     let qkey = if wqe.remote_qkey & 0x8000_0000 != 0 {

@@ -72,6 +72,7 @@ pub(crate) enum Msg {
 
 /// What an RDMA READ or atomic request was answered with, kept to answer it again if
 /// the request comes again (its response was lost).
+#[derive(Clone, Copy)]
 pub(crate) enum Answer {
     /// READ responses from `va`, `len` bytes, through the rkey (none for length 0),
     /// looked up again for every response.
@@ -87,6 +88,10 @@ pub(crate) struct Resource {
     first_psn: u32,
     last_psn: u32,
     answer: Answer,
+    /// What is still to be sent of the answer: the next PSN, and the PSN the answer
+    /// started from (the first, or a later one when the requester asks again for what
+    /// it lost: the responses then start there, with a FIRST). `None` once sent.
+    todo: Option<(u32, u32)>,
 }
 
 /// The responder's state of a connected QP.
@@ -111,10 +116,13 @@ pub(crate) struct RespState {
     /// The last READ and atomic requests, oldest replaced first.
     res: KVec<Resource>,
     res_next: usize,
-    /// The READ response being sent: its resource, the next PSN and the PSN the
-    /// request asked from (the resource's first, or a later one when the requester
-    /// asks again for what it lost: the responses then start there, with a FIRST).
-    sending: Option<(usize, u32, u32)>,
+    /// The resource whose answer is being sent: of those with something to send, the
+    /// one with the lowest PSN. Answers leave in PSN order, one resource after the
+    /// other, however many runs a long READ takes (see [`RespState::answer`]).
+    cur: Option<usize>,
+    /// An acknowledgement or NAK for a later PSN, made while answers were still to be
+    /// sent: it follows them (a newer one replaces it).
+    later: Reply,
     /// Someone is sending responses; `again` asks it to look once more.
     pub(crate) busy: bool,
     pub(crate) again: bool,
@@ -132,9 +140,10 @@ impl RespState {
             ack_owed: None,
             ack_listed: false,
             established: false,
-            res: KVec::with_capacity(resources, GFP_KERNEL)?,
+            res: KVec::with_capacity(resources, GFP_KERNEL_ACCOUNT)?,
             res_next: 0,
-            sending: None,
+            cur: None,
+            later: None,
             busy: false,
             again: false,
         })
@@ -151,7 +160,16 @@ impl RespState {
         self.established = false;
         self.res.clear();
         self.res_next = 0;
-        self.sending = None;
+        self.stop();
+    }
+
+    /// Nothing more is answered (the QP left the states that respond).
+    pub(crate) fn stop(&mut self) {
+        for r in self.res.iter_mut() {
+            r.todo = None;
+        }
+        self.cur = None;
+        self.later = None;
     }
 
     /// Keeps a new resource (replacing the oldest when `limit` are kept); returns its
@@ -167,10 +185,58 @@ impl RespState {
         let i = self.res_next % self.res.len();
         self.res[i] = r;
         self.res_next = i + 1;
-        if self.sending.is_some_and(|(s, _, _)| s == i) {
-            self.sending = None;
+        if self.cur == Some(i) {
+            // The answer it replaced is not sent on (only a requester beyond its limit
+            // of outstanding requests gets here).
+            self.next_answer();
         }
         i
+    }
+
+    /// Resource `i` is to be answered from PSN `p`: after the answers of the resources
+    /// before it in PSN order, which are sent first. A request that came again for a
+    /// resource before the one being answered goes back: what was queued after it is
+    /// dropped (the requester asks again for that too, as it sends everything after a
+    /// loss again). One that asks for what is on its way already is ignored, so however
+    /// often a request comes again, the QP sends one stream of answers at a time.
+    fn answer(&mut self, i: usize, p: u32) {
+        let Some(r) = self.res.get(i) else {
+            return;
+        };
+        let first = r.first_psn;
+        if r.todo.is_some_and(|(next, _)| psn::diff(p, next) >= 0) {
+            // On its way from `p` or before.
+            return;
+        }
+        match self.cur {
+            Some(c) if psn::diff(first, self.res[c].first_psn) <= 0 => {
+                for r in self.res.iter_mut() {
+                    if psn::diff(r.first_psn, first) > 0 {
+                        r.todo = None;
+                    }
+                }
+                self.cur = Some(i);
+            }
+            Some(_) => {}
+            None => self.cur = Some(i),
+        }
+        self.res[i].todo = Some((p, p));
+    }
+
+    /// The answer of the current resource is sent: the next one in PSN order follows.
+    fn next_answer(&mut self) {
+        if let Some(c) = self.cur.and_then(|c| self.res.get_mut(c)) {
+            c.todo = None;
+        }
+        let mut next: Option<usize> = None;
+        for (i, r) in self.res.iter().enumerate() {
+            if r.todo.is_some()
+                && next.is_none_or(|n| psn::diff(r.first_psn, self.res[n].first_psn) < 0)
+            {
+                next = Some(i);
+            }
+        }
+        self.cur = next;
     }
 
     /// The resource whose PSNs hold `p`.
@@ -180,9 +246,17 @@ impl RespState {
             .position(|r| psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0)
     }
 
-    /// Whether READ responses wait to be sent.
+    /// Whether answers (READ responses, atomic acknowledgements) wait to be sent.
     pub(crate) fn has_responses(&self) -> bool {
-        self.sending.is_some()
+        self.cur.is_some()
+    }
+
+    /// The acknowledgement or NAK `reply` is for a PSN after the answers that wait: it
+    /// is sent after them.
+    pub(crate) fn defer(&mut self, reply: Reply) {
+        if reply.is_some() {
+            self.later = reply;
+        }
     }
 
     /// Whether an acknowledgement is owed and the QP's number is not listed for it yet
@@ -211,26 +285,64 @@ pub(crate) fn owed(ndev: &NetDevice, shared: &Arc<Task<QpShared>>, inner: &mut Q
     reply(ndev, shared, inner, ACK, psn, aeth, 0)
 }
 
-/// Builds the next READ response, if one is waiting.
+/// What follows the answers once they are sent: the acknowledgement owed, then a NAK
+/// or acknowledgement made while they were being sent (see [`RespState::defer`]).
+pub(crate) fn after_answers(
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> [Reply; 2] {
+    [owed(ndev, shared, inner), inner.resp.later.take()]
+}
+
+/// What the responder's next step gave.
+pub(crate) enum Next {
+    /// A packet to send.
+    Packet(Outgoing),
+    /// A response that could not be built (no memory): lost, as on a wire; the
+    /// requester asks again. The next one follows.
+    Lost,
+    /// Nothing to send now: every answer is sent, or the pages of an on-demand MR that
+    /// the next READ response needs are being faulted in.
+    Idle,
+}
+
+/// Builds the next packet of the answers that wait (see [`RespState::answer`]).
 pub(crate) fn next_response(
     dev: &Device<RxeRs>,
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
-) -> Option<Outgoing> {
-    let (i, p, start) = inner.resp.sending?;
-    let r = inner.resp.res.get(i)?;
-    let Answer::Read(rkey, va, len) = &r.answer else {
-        inner.resp.sending = None;
-        return None;
+) -> Next {
+    let Some(i) = inner.resp.cur else {
+        return Next::Idle;
     };
-    let (rkey, va, len) = (*rkey, *va, *len);
+    let Some((p, start, first_psn, last_psn, answer)) = inner.resp.res.get(i).and_then(|r| {
+        let (p, start) = r.todo?;
+        Some((p, start, r.first_psn, r.last_psn, r.answer))
+    }) else {
+        inner.resp.next_answer();
+        return Next::Lost;
+    };
+    let (rkey, va, len) = match answer {
+        Answer::Read(rkey, va, len) => (rkey, va, len),
+        Answer::Atomic(orig) => {
+            inner.resp.next_answer();
+            let ack = answer_packet(ndev, shared, inner, ATOMIC_ACK, first_psn, orig);
+            return ack.map_or(Next::Lost, Next::Packet);
+        }
+        Answer::Done => {
+            inner.resp.next_answer();
+            let ack = answer_packet(ndev, shared, inner, READ_RESPONSE_ONLY, first_psn, 0);
+            return ack.map_or(Next::Lost, Next::Packet);
+        }
+    };
     let mtu = inner.mtu_bytes();
-    let k = p.wrapping_sub(r.first_psn) & PSN_MASK;
+    let k = p.wrapping_sub(first_psn) & PSN_MASK;
     let at = u64::from(k) * u64::from(mtu);
     let payload = (u64::from(len) - at.min(u64::from(len))).min(u64::from(mtu)) as usize;
     // The responses to one request go FIRST, MIDDLE..., LAST, or ONLY.
-    let opcode = match (p == start, p == r.last_psn) {
+    let opcode = match (p == start, p == last_psn) {
         (true, true) => 0x10,
         (true, false) => 0x0d,
         (false, true) => 0x0f,
@@ -247,7 +359,7 @@ pub(crate) fn next_response(
         aeth: aeth(inner, ACK_CREDITS),
         ..Default::default()
     };
-    let last = p == r.last_psn;
+    let last = p == last_psn;
     let mut fault = None;
     let built = xmit::build(
         ndev,
@@ -272,26 +384,24 @@ pub(crate) fn next_response(
     if let Some(f) = fault {
         // The same response is sent once the pages are in.
         if RxeQp::fault(dev, shared, inner, f, OdpWait::ReadResponse) {
-            return None;
+            return Next::Idle;
         }
     }
     if let Err(BuildError::Payload(_)) = built {
         // The key stopped opening the memory since the request was taken (the MR was
         // deregistered, a window invalidated or bound elsewhere), or the pages of an
-        // on-demand MR are gone: the READ ends with a NAK, as if its key had been bad.
-        inner.resp.sending = None;
+        // on-demand MR are gone: the READ ends with a NAK, as if its key had been bad,
+        // and the QP with it.
         let nak = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
         responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-        return nak;
+        return nak.map_or(Next::Lost, Next::Packet);
     }
-    inner.resp.sending = if last {
-        None
-    } else {
-        Some((i, psn::add(p, 1), start))
-    };
-    // A packet that could not be built (no memory) is lost, as on a wire: the
-    // requester asks again.
-    built.ok()
+    if last {
+        inner.resp.next_answer();
+    } else if let Some(r) = inner.resp.res.get_mut(i) {
+        r.todo = Some((psn::add(p, 1), start));
+    }
+    built.map_or(Next::Lost, Next::Packet)
 }
 
 /// An acknowledgement (or NAK) to send once the QP's lock is released.
@@ -385,7 +495,7 @@ fn ack(
 
 /// A successful response without payload (an atomic acknowledgement with the original
 /// value `orig`, or an empty READ response) of `opcode` for `psn`.
-fn answer(
+fn answer_packet(
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &QpInner,
@@ -815,29 +925,18 @@ fn read_or_atomic(
         let Some(i) = inner.resp.find(p) else {
             return (false, None);
         };
-        return match inner.resp.res[i].answer {
-            Answer::Atomic(orig) if atomic => {
-                (true, answer(ndev, shared, inner, ATOMIC_ACK, p, orig))
-            }
-            Answer::Read(..) if pkt.info.flags & flag::READ != 0 => {
-                // Responses on their way are not started again: a duplicate restarts
-                // the responses only where it goes back (the requester lost some). So
-                // however often a request comes again, the QP sends one stream at a
-                // time, at the pace of its runs' budget.
-                let back = inner
-                    .resp
-                    .sending
-                    .is_none_or(|(_, next, _)| psn::diff(p, next) < 0);
-                if back {
-                    inner.resp.sending = Some((i, p, p));
-                }
-                (true, None)
-            }
-            Answer::Done if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 => {
-                (true, answer(ndev, shared, inner, READ_RESPONSE_ONLY, p, 0))
-            }
-            _ => (false, None),
+        let same_kind = match inner.resp.res[i].answer {
+            Answer::Atomic(_) => atomic,
+            Answer::Read(..) => pkt.info.flags & flag::READ != 0,
+            Answer::Done => pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0,
         };
+        if !same_kind {
+            return (false, None);
+        }
+        // Answered again, in PSN order after the answers that wait (an atomic is
+        // never carried out twice).
+        inner.resp.answer(i, p);
+        return (true, None);
     }
     if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return flush_or_atomic_write(dev, ndev, shared, inner, pkt);
@@ -874,12 +973,13 @@ fn read_or_atomic(
                 first_psn: p,
                 last_psn: last,
                 answer: Answer::Read(rkey, reth.va, reth.len),
+                todo: None,
             },
             limit,
         );
         inner.resp.psn = psn::add(last, 1);
         inner.resp.msn = psn::add(inner.resp.msn, 1);
-        inner.resp.sending = Some((i, p, p));
+        inner.resp.answer(i, p);
         return (true, None);
     }
     let Some(a) = pkt.atomic_eth() else {
@@ -919,17 +1019,19 @@ fn read_or_atomic(
         responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
         return (true, reply);
     };
-    inner.resp.keep(
+    let i = inner.resp.keep(
         Resource {
             first_psn: p,
             last_psn: p,
             answer: Answer::Atomic(orig),
+            todo: None,
         },
         limit,
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (true, answer(ndev, shared, inner, ATOMIC_ACK, p, orig))
+    inner.resp.answer(i, p);
+    (true, None)
 }
 
 /// A new ATOMIC WRITE (8 bytes placed as one) or FLUSH (the data placed before it is
@@ -1003,17 +1105,19 @@ fn flush_or_atomic_write(
     }
     inner.resp.nak_sent = false;
     let limit = usize::from(inner.attrs.max_dest_rd_atomic);
-    inner.resp.keep(
+    let i = inner.resp.keep(
         Resource {
             first_psn: p,
             last_psn: p,
             answer: Answer::Done,
+            todo: None,
         },
         limit,
     );
     inner.resp.psn = psn::add(p, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    (true, answer(ndev, shared, inner, READ_RESPONSE_ONLY, p, 0))
+    inner.resp.answer(i, p);
+    (true, None)
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)
