@@ -649,6 +649,11 @@ impl RxeMr {
         if access & !(MR_ACCESS | HUGETLB) != 0 {
             return Err(eopnotsupp());
         }
+        // The MR's addresses may end exactly at 2^64, not past it: its last byte must
+        // have an address (ib_core does not check `iova + len`).
+        if len.checked_sub(1).is_some_and(|last| iova.checked_add(last).is_none()) {
+            return Err(EINVAL);
+        }
         // Persistence needs persistent memory, which a process's pages are not (rxe
         // refuses the same way).
         if access & FLUSH_PERSISTENT != 0 {
