@@ -522,6 +522,24 @@ static enum ibv_qp_state qp_state(struct ibv_qp *qp)
 	return a.qp_state;
 }
 
+/*
+ * Whether `qp` is in the error state within `ms` milliseconds (a driver may complete
+ * the failed WQE just before it moves the QP).
+ */
+static int reaches_err(struct ibv_qp *qp, int ms)
+{
+	double end = now_ms() + ms;
+
+	for (int i = 0; i < 100000; i++) {
+		if (qp_state(qp) == IBV_QPS_ERR)
+			return 1;
+		if (now_ms() > end)
+			return 0;
+		usleep(1000);
+	}
+	return 0;
+}
+
 static int run_case(struct ibv_context *ctx, const struct tcase *c)
 {
 	static uint8_t before[MAP_LEN], mask[MAP_LEN];
@@ -592,7 +610,7 @@ static int run_case(struct ibv_context *ctx, const struct tcase *c)
 		fprintf(stderr, "  requester: want %s (wr_id %llu)\n", want_str(c->want),
 			(unsigned long long)wc.wr_id);
 		bad = 1;
-	} else if (c->want != ST_OK && qp_state(p.qp[0]) != IBV_QPS_ERR) {
+	} else if (c->want != ST_OK && !reaches_err(p.qp[0], 2000)) {
 		fprintf(stderr, "  requester QP in state %d after an error, not ERR\n",
 			qp_state(p.qp[0]));
 		bad = 1;
