@@ -5,13 +5,14 @@
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
 # Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
-# bin/verbs_objects and bin/destroy_traffic. After each test,
+# bin/verbs_objects, bin/destroy_traffic and bin/hostile_iova. After each test,
 # `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
 VO=$HOST/bin/verbs_objects
 DT=$HOST/bin/destroy_traffic
+HI=$HOST/bin/hostile_iova
 DEV=tdev0
 tap_n=0
 
@@ -165,6 +166,34 @@ t_hostile_wqes() {
 		"$VO" "$DEV" "hostile_wqe_$c" || { echo "class $c failed"; return 1; }
 	done
 }
+# Addresses at the top of the 64-bit iova space (hostile_iova.c says what each case
+# does): an MR may end exactly at 2^64 but not pass it; SGEs and remote ranges that
+# start in such an MR and pass 2^64 end in error completions (and write nothing outside
+# what they may), and what ends exactly at 2^64 works. Every case runs on its own (one
+# that exits 4 skips and says why) and all of them run on rxe too: none crashes it. The
+# errors differ where only "an error" is asserted: a receive that cannot be placed ends
+# in LOC_QP_OP_ERR on rxe, LOC_PROT_ERR on rxe_rs (LOC_LEN_ERR if the message is longer
+# than the receive WQE), and the sender gets REM_OP_ERR on both;
+# a SEND or WRITE whose own SGE passes 2^64 completes with WR_FLUSH_ERR on rxe (its
+# requester fails the WQE and moves the QP to ERR, and its completer then flushes that
+# WQE with the rest), LOC_PROT_ERR on rxe_rs.
+iova_cases() {
+	local c r rc=0
+	with_dev || return 1
+	for c in "$@"; do
+		"$HI" "$DEV" "$c"; r=$?
+		[ $r = 0 ] || [ $r = 4 ] || { echo "case $c failed"; rc=1; }
+	done
+	return $rc
+}
+t_iova_mr_reg() { iova_cases mr_reg; }
+t_iova_last() {
+	iova_cases fetch_add_last cmp_swap_last write_last read_last send_from_last \
+		recv_into_last read_into_last send_last_then_low recv_last_then_low flush_last
+}
+t_iova_recv() { iova_cases recv_cross recv_at recv_end_at_top; }
+t_iova_remote() { iova_cases write_cross write_at read_cross read_at; }
+t_iova_local() { iova_cases gather_cross gather_at write_gather_cross scatter_cross scatter_at; }
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -873,6 +902,11 @@ run every_object_loop_sigkill_no_leak t_stress
 run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
 run hostile_wqe_classes t_hostile_wqes
+run iova_mr_range_ends_at_top t_iova_mr_reg
+run iova_last_bytes_below_top t_iova_last
+run iova_recv_scatter_past_top t_iova_recv
+run iova_remote_range_past_top t_iova_remote
+run iova_local_sge_past_top t_iova_local
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
