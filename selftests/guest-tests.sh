@@ -12,6 +12,7 @@ HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
 VO=$HOST/bin/verbs_objects
 DT=$HOST/bin/destroy_traffic
+IS=$HOST/bin/isolation
 DEV=tdev0
 tap_n=0
 
@@ -164,6 +165,61 @@ t_hostile_wqes() {
 		fi
 		"$VO" "$DEV" "hostile_wqe_$c" || { echo "class $c failed"; return 1; }
 	done
+}
+# Isolation (isolation.c says what each check asserts): a memory window bind across
+# PDs of two processes, a UD work request naming another process's AH, invalidation
+# of a type 2 window through a QP it is not bound to, random key bytes; receive WQEs
+# that end with a completion: a malformed one (RC, UD), a READ whose MR is deregistered
+# while its responses go.
+is() { with_dev && "$IS" "$DEV" "$1"; }
+t_isol_mw_bind() { is mw_bind_other_pd; }
+t_isol_ud_ah() { is ud_other_ah; }
+t_isol_inv() { is inv_other_qp; }
+t_isol_keys() { is keys_random; }
+t_isol_recv_rc() { is recv_malformed_rc; }
+t_isol_recv_ud() { is recv_malformed_ud; }
+t_isol_read_dereg() { is read_dereg; }
+# Raw packets from a peer namespace at live QPs of isolation.c's "live" check (see
+# roce_send.py --isol): a FLUSH naming placement type 0 (RC), two UC FIRST packets, MIDDLE
+# packets shorter than the MTU (RC and UC). The program checks what arrived; rxe_rs must
+# also answer the short RC MIDDLE with a NAK (invalid request) and both FLUSH probes,
+# whatever their key, with the same NAK.
+isol_field() { sed -n "s/^ready.* $1=\([0-9]*\).*/\1/p" /tmp/isol.out; }
+t_isol_live() {
+	rm -f /tmp/isol_go
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
+	ISOL_GO=/tmp/isol_go timeout 120 "$IS" "$DEV" live > /tmp/isol.out 2>&1 &
+	ipid=$!
+	i=0
+	while ! grep -q '^ready ' /tmp/isol.out; do
+		i=$((i + 1))
+		if [ $i -gt 150 ] || ! kill -0 $ipid 2>/dev/null; then
+			echo "isolation live not ready:"; kill $ipid 2>/dev/null; wait $ipid; cat /tmp/isol.out; return 1
+		fi
+		sleep 0.2
+	done
+	ip netns exec tpeer timeout 60 python3 "$HOST/roce_send.py" --isol 10.9.0.2 10.9.0.1 0x100 \
+		"$(isol_field r1)" "$(isol_field r2)" "$(isol_field r3)" "$(isol_field u1)" \
+		"$(isol_field u2)" "$(isol_field rkey)" "$(isol_field va)" > /tmp/isol.sent 2>&1
+	src=$?
+	touch /tmp/isol_go
+	wait $ipid
+	irc=$?
+	cat /tmp/isol.sent
+	echo "isolation live exited $irc:"; sed 's/^/  /' /tmp/isol.out
+	[ $src = 0 ] && [ $irc = 0 ] || return 1
+	ans=$(grep '^answers ' /tmp/isol.sent)
+	r1=$(echo "$ans" | sed -n 's/.* r1=\([^ ]*\).*/\1/p')
+	r2=$(echo "$ans" | sed -n 's/.* r2=\([^ ]*\).*/\1/p')
+	r3=$(echo "$ans" | sed -n 's/.* r3=\([^ ]*\).*/\1/p')
+	case "$r2,$r3" in *ACK*|*RESP*) echo "a FLUSH of placement type 0 was carried out"; return 1 ;; esac
+	[ "$r2" = "$r3" ] || { echo "the FLUSH probes' answers tell the keys apart: $r2 / $r3"; return 1; }
+	[ "$DRIVER" = rxe_rs ] || return 0
+	case "$r1" in *NAK61*) ;; *) echo "r1: want a NAK invalid request for the short MIDDLE"; return 1 ;; esac
+	[ "$r2" = NAK61 ] || { echo "FLUSH: want one NAK invalid request, got $r2"; return 1; }
 }
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
@@ -873,6 +929,14 @@ run every_object_loop_sigkill_no_leak t_stress
 run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
 run hostile_wqe_classes t_hostile_wqes
+run isolation_mw_bind_other_pd t_isol_mw_bind
+run isolation_ud_other_process_ah t_isol_ud_ah
+run isolation_invalidate_other_qp t_isol_inv
+run isolation_keys_not_a_counter t_isol_keys
+run recv_wqe_malformed_rc_own_wr_id t_isol_recv_rc
+run recv_wqe_malformed_ud_own_wr_id t_isol_recv_ud
+run read_mr_deregistered_midstream t_isol_read_dereg
+run isolation_raw_flush_uc_first_short_middle t_isol_live
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
