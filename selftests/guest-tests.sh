@@ -174,7 +174,12 @@ t_hostile_wqes() {
 is() { with_dev && "$IS" "$DEV" "$1"; }
 t_isol_mw_bind() { is mw_bind_other_pd; }
 t_isol_ud_ah() { is ud_other_ah; }
-t_isol_inv() { is inv_other_qp; }
+# C rxe oopses (a NULL pointer in rxe_invalidate_mw, from rxe_receiver) on the SEND with
+# invalidate of a window bound to another QP: never run there.
+t_isol_inv() {
+	if [ "$DRIVER" = rxe ]; then echo "rxe: invalidating a window bound to another QP oopses rxe"; return 4; fi
+	is inv_other_qp
+}
 t_isol_keys() { is keys_random; }
 t_isol_recv_rc() { is recv_malformed_rc; }
 t_isol_recv_ud() { is recv_malformed_ud; }
