@@ -5,7 +5,7 @@
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
 # Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
-# bin/verbs_objects, bin/destroy_traffic and bin/hostile_iova. After each test,
+# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova and bin/isolation. After each test,
 # `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
@@ -13,6 +13,7 @@ VB=$HOST/bin/verbs_basic
 VO=$HOST/bin/verbs_objects
 DT=$HOST/bin/destroy_traffic
 HI=$HOST/bin/hostile_iova
+IS=$HOST/bin/isolation
 DEV=tdev0
 tap_n=0
 
@@ -194,6 +195,66 @@ t_iova_last() {
 t_iova_recv() { iova_cases recv_cross recv_at recv_end_at_top; }
 t_iova_remote() { iova_cases write_cross write_at read_cross read_at; }
 t_iova_local() { iova_cases gather_cross gather_at write_gather_cross scatter_cross scatter_at; }
+# Isolation (isolation.c says what each check asserts): a memory window bind across
+# PDs of two processes, a UD work request naming another process's AH, invalidation
+# of a type 2 window through a QP it is not bound to, random key bytes; receive WQEs
+# that end with a completion: a malformed one (RC, UD), a READ whose MR is deregistered
+# while its responses go.
+is() { with_dev && "$IS" "$DEV" "$1"; }
+t_isol_mw_bind() { is mw_bind_other_pd; }
+t_isol_ud_ah() { is ud_other_ah; }
+# C rxe oopses (a NULL pointer in rxe_invalidate_mw, from rxe_receiver) on the SEND with
+# invalidate of a window bound to another QP: never run there.
+t_isol_inv() {
+	if [ "$DRIVER" = rxe ]; then echo "rxe: invalidating a window bound to another QP oopses rxe"; return 4; fi
+	is inv_other_qp
+}
+t_isol_keys() { is keys_random; }
+t_isol_recv_rc() { is recv_malformed_rc; }
+t_isol_recv_ud() { is recv_malformed_ud; }
+t_isol_read_dereg() { is read_dereg; }
+# Raw packets from a peer namespace at live QPs of isolation.c's "live" check (see
+# roce_send.py --isol): a FLUSH naming placement type 0 (RC), two UC FIRST packets, MIDDLE
+# packets shorter than the MTU (RC and UC). The program checks what arrived; rxe_rs must
+# also answer the short RC MIDDLE with a NAK (invalid request) and both FLUSH probes,
+# whatever their key, with the same NAK.
+isol_field() { sed -n "s/^ready.* $1=\([0-9]*\).*/\1/p" /tmp/isol.out; }
+t_isol_live() {
+	rm -f /tmp/isol_go
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
+	ISOL_GO=/tmp/isol_go timeout 120 "$IS" "$DEV" live > /tmp/isol.out 2>&1 &
+	ipid=$!
+	i=0
+	while ! grep -q '^ready ' /tmp/isol.out; do
+		i=$((i + 1))
+		if [ $i -gt 150 ] || ! kill -0 $ipid 2>/dev/null; then
+			echo "isolation live not ready:"; kill $ipid 2>/dev/null; wait $ipid; cat /tmp/isol.out; return 1
+		fi
+		sleep 0.2
+	done
+	ip netns exec tpeer timeout 60 python3 "$HOST/roce_send.py" --isol 10.9.0.2 10.9.0.1 0x100 \
+		"$(isol_field r1)" "$(isol_field r2)" "$(isol_field r3)" "$(isol_field u1)" \
+		"$(isol_field u2)" "$(isol_field rkey)" "$(isol_field va)" > /tmp/isol.sent 2>&1
+	src=$?
+	touch /tmp/isol_go
+	wait $ipid
+	irc=$?
+	cat /tmp/isol.sent
+	echo "isolation live exited $irc:"; sed 's/^/  /' /tmp/isol.out
+	[ $src = 0 ] && [ $irc = 0 ] || return 1
+	ans=$(grep '^answers ' /tmp/isol.sent)
+	r1=$(echo "$ans" | sed -n 's/.* r1=\([^ ]*\).*/\1/p')
+	r2=$(echo "$ans" | sed -n 's/.* r2=\([^ ]*\).*/\1/p')
+	r3=$(echo "$ans" | sed -n 's/.* r3=\([^ ]*\).*/\1/p')
+	case "$r2,$r3" in *ACK*|*RESP*) echo "a FLUSH of placement type 0 was carried out"; return 1 ;; esac
+	[ "$r2" = "$r3" ] || { echo "the FLUSH probes' answers tell the keys apart: $r2 / $r3"; return 1; }
+	[ "$DRIVER" = rxe_rs ] || return 0
+	case "$r1" in *NAK61*) ;; *) echo "r1: want a NAK invalid request for the short MIDDLE"; return 1 ;; esac
+	[ "$r2" = NAK61 ] || { echo "FLUSH: want one NAK invalid request, got $r2"; return 1; }
+}
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -907,6 +968,14 @@ run iova_last_bytes_below_top t_iova_last
 run iova_recv_scatter_past_top t_iova_recv
 run iova_remote_range_past_top t_iova_remote
 run iova_local_sge_past_top t_iova_local
+run isolation_mw_bind_other_pd t_isol_mw_bind
+run isolation_ud_other_process_ah t_isol_ud_ah
+run isolation_invalidate_other_qp t_isol_inv
+run isolation_keys_not_a_counter t_isol_keys
+run recv_wqe_malformed_rc_own_wr_id t_isol_recv_rc
+run recv_wqe_malformed_ud_own_wr_id t_isol_recv_ud
+run read_mr_deregistered_midstream t_isol_read_dereg
+run isolation_raw_flush_uc_first_short_middle t_isol_live
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv

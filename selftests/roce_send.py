@@ -4,6 +4,7 @@
 
     roce_send.py SRC_IP DST_IP N
     roce_send.py --live SRC_IP DST_IP N RC_QPN RC_PSN UD_QPN [RKEY VA]
+    roce_send.py --isol SRC_IP DST_IP PSN R1 R2 R3 U1 U2 RKEY VA
 
 Kinds, in this order: random bytes; truncated headers; well-formed RC SEND ONLY with a
 wrong ICRC; well-formed packets with a correct ICRC to a QP that does not exist. The
@@ -13,7 +14,10 @@ computed here (the masked fields are TOS, TTL and checksums).
 With --live, well-formed packets with a correct ICRC aimed at QPs that exist (an RC QP
 expecting RC_PSN next, a UD QP with Q_Key LIVE_QKEY; RKEY and VA name a buffer of the
 RC QP's PD that takes remote writes): each must be dropped without effect (see live()
-for the classes). The last line printed says how many went out of each class."""
+for the classes). The last line printed says how many went out of each class.
+
+With --isol, the packets of isolation.c's live check (see isol()), from the address of
+the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791."""
 import random
 import socket
 import struct
@@ -98,9 +102,76 @@ def live(args):
           f" must_drop={sum(sent[c] for c in (2, 3, 4, 5))} total={sum(sent.values())}")
 
 
+# The peer QP numbers isolation.c's live QPs are connected to: 0x1001 for R1 and on.
+ISOL_PEER = 0x1001
+
+
+def isol(args):
+    """Raw packets at isolation.c's live QPs, each QP at its expected PSN:
+    R1 (RC): SEND FIRST (a full 1024-byte MTU of 'A'), then SEND MIDDLE of 100 bytes
+       ('B'), which must be refused (a NAK, invalid request);
+    R2, R3 (RC): FLUSH (AckReq) naming placement type 0 and selectivity 0, for 64 bytes
+       at VA, with RKEY and with a wrong key: the same answer for both, and no ACK;
+    U1 (UC): SEND FIRST, SEND FIRST again, then SEND ONLY of 32 bytes (the real SEND);
+    U2 (UC): SEND FIRST, a 100-byte MIDDLE ('B'), a LAST ('C'), then the real SEND.
+    Prints each answer and, last, "answers r1=.. r2=.. r3=..": per RC QP the answers'
+    kinds (ACK, NAK<syndrome>, RESP<opcode>) or "none"."""
+    src, dst, psn = args[0], args[1], int(args[2], 0)
+    qpn = [int(a, 0) for a in args[3:8]]
+    rkey, va = int(args[8], 0), int(args[9], 0)
+    r1, r2, r3, u1, u2 = qpn
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.IPPROTO_IP, 10, 2)  # IP_MTU_DISCOVER = IP_PMTUDISC_DO: DF
+    s.bind((src, SPORT))
+    r = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    r.bind((src, DPORT))
+    r.settimeout(0.2)
+
+    def put(transport):
+        s.sendto(transport + icrc(src, dst, transport), (dst, DPORT))
+
+    mtu, real = 1024, b"REALSEND" * 4
+    put(bth(0x00, r1, psn) + b"A" * mtu)
+    put(bth(0x01, r1, psn + 1, ack=True) + b"B" * 100)
+    for q, key in ((r2, rkey), (r3, rkey ^ 0x00ABCD00)):
+        feth = struct.pack("!I", 0)  # selectivity 0, placement type 0
+        put(bth(0x1C, q, psn, ack=True) + reth(va, key, 64) + feth)
+    put(bth(0x20, u1, psn) + b"A" * mtu)
+    put(bth(0x20, u1, psn + 1) + b"A" * mtu)
+    put(bth(0x24, u1, psn + 2) + real)
+    put(bth(0x20, u2, psn) + b"A" * mtu)
+    put(bth(0x21, u2, psn + 1) + b"B" * 100)
+    put(bth(0x22, u2, psn + 2) + b"C" * 100)
+    put(bth(0x24, u2, psn + 3) + real)
+    kinds = {ISOL_PEER: [], ISOL_PEER + 1: [], ISOL_PEER + 2: []}
+    for _ in range(25):  # 5 s at most
+        try:
+            pkt = r.recv(4096)
+        except socket.timeout:
+            continue
+        if len(pkt) < 12:
+            continue
+        op, dqp, p = pkt[0], struct.unpack("!I", pkt[4:8])[0] & 0xFFFFFF, \
+            struct.unpack("!I", pkt[8:12])[0] & 0xFFFFFF
+        syn = pkt[12] if op in (0x0D, 0x0F, 0x10, 0x11, 0x12) and len(pkt) > 12 else None
+        if op == 0x11 and syn is not None and syn & 0x60 == 0x60:
+            kind = f"NAK{syn:02x}"
+        elif op == 0x11:
+            kind = "ACK"
+        else:
+            kind = f"RESP{op:02x}"
+        print(f"answer to {dqp:#x}: opcode {op:#04x} psn {p:#x} {kind}")
+        kinds.setdefault(dqp, []).append(kind)
+    print("answers " + " ".join(f"r{i + 1}=" + (",".join(kinds[ISOL_PEER + i]) or "none")
+                                for i in range(3)))
+
+
 def main():
     if sys.argv[1:2] == ["--live"]:
         live(sys.argv[2:])
+        return
+    if sys.argv[1:2] == ["--isol"]:
+        isol(sys.argv[2:])
         return
     src, dst, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
     rng = random.Random(4791)
