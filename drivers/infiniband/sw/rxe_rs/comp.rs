@@ -235,8 +235,10 @@ pub(crate) fn response(
     };
     let p = pkt.bth.psn;
     // Only PSNs that were sent and are not acknowledged yet mean anything (an ACK of
-    // the PSN before the oldest repeats one already taken).
-    if !answers_sent(inner, p, 1) {
+    // the PSN before the oldest repeats one already taken; a NAK there names nothing
+    // outstanding).
+    let slack = i32::from(aeth.syndrome & syndrome::TYPE_MASK == syndrome::ACK);
+    if !answers_sent(inner, p, slack) {
         return (false, After::Nothing);
     }
     match aeth.syndrome & syndrome::TYPE_MASK {

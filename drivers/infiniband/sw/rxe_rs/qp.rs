@@ -132,7 +132,8 @@ pub(crate) struct QpInner {
     /// The task is to run the requester (a kernel consumer posted, responses opened
     /// the window on another CPU, or a run used up its budget).
     kick: bool,
-    /// The task is to run the READ responder (a run used up its budget).
+    /// The task is to send the responder's answers (a run used up its budget, or
+    /// stopped at the full loopback queue).
     respond: bool,
     /// Set by destroy: nothing is processed any more.
     dead: bool,
