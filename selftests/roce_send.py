@@ -272,7 +272,9 @@ def forged(args):
     (and one less), just past the last PSN sent, one before FIRST, and 2^22 behind.
     The responses: ACK, RNR NAK, the four other NAKs, ATOMIC ACKNOWLEDGE and the four
     READ RESPONSEs (FIRST and MIDDLE a full 1 KiB MTU, LAST and ONLY 64 bytes).
-    Exits 1 only if the QPs' own packets did not come."""
+    Exits 1 if the QPs' own packets did not come, or if they send anything again
+    (before their acknowledgement timeout, over a minute: only a forged response taken
+    for a real one can make them)."""
     src, dst, listen, n = args[0], args[1], args[2], int(args[3])
     specs = []
     for s in args[4:]:
@@ -299,13 +301,17 @@ def forged(args):
     kinds = [(0x11, 0x1F), (0x11, 0x20 | 14), (0x11, 0x60), (0x11, 0x61), (0x11, 0x62),
              (0x11, 0x63), (0x12, 0x1F), (0x0D, 0x1F), (0x0E, None), (0x0F, 0x1F),
              (0x10, 0x1F)]
-    for qpn, first, span, _, _ in specs:
+    # Nothing the QPs sent may be answered before their acknowledgement timeout (over a
+    # minute): a request sent again answers a forged response. After each PSN class, the
+    # QPs' packets of the 0.5 s after it say which one made them send again.
+    again = []
+    for qpn, first, span, _, dest in specs:
         last = (first + span - 1) % PSN_MOD
         classes = {"half ahead": first + (1 << 23), "half ahead - 1": first + (1 << 23) - 1,
                    "just past the last sent": last + 1, "one before the first": first - 1,
                    "2^22 behind": first - (1 << 22)}
-        for i in range(n):
-            for cname, p in classes.items():
+        for cname, p in classes.items():
+            for i in range(n):
                 for opcode, syn in kinds:
                     t = bth(opcode, qpn, p % PSN_MOD)
                     if syn is not None:
@@ -317,10 +323,16 @@ def forged(args):
                     elif opcode in (0x0F, 0x10):
                         t += b"\xee" * 64
                     peer.put(t)
+            sent = peer.take(0.5)
+            if sent:
+                again.append(f"QP {qpn:#x} after {cname} ({p % PSN_MOD:#x}): {summary(sent)}")
         print(f"to QP {qpn:#x}: {n} x {len(kinds)} forged responses x {len(classes)} PSN "
               f"classes: " + ", ".join(f"{c} {p % PSN_MOD:#x}" for c, p in classes.items()))
-    after = peer.take(2)
-    print(f"forged={peer.sent}; the QPs sent meanwhile and in the 2 s after: {summary(after)}")
+    again += [f"in the 2 s after: {summary(x)}" for x in [peer.take(2)] if x]
+    print(f"forged={peer.sent}; the QPs sent again: " + ("; ".join(again) or "nothing"))
+    if again:
+        print("FAIL: forged responses for PSNs never sent made a QP send again")
+        sys.exit(1)
 
 
 def reth_cases():
@@ -478,7 +490,7 @@ def pkey(args):
     bad = peer.take(2)
     nbad = peer.sent
     print(f"{nbad} packets with P_Keys {[hex(k) for k in BAD_PKEYS]}; answered with: "
-          f"{summary(bad)}" + ("".join(f"\n  {x}" for x in bad)))
+          f"{summary(bad)}" + "".join(f"\n  {x}" for x in bad[:8]))
     ctl_rc = b"control RC SEND, P_Key 0xffff...."
     ctl_ud = {0x7FFF: b"control UD SEND, P_Key 0x7fff....",
               0xFFFF: b"control UD SEND, P_Key 0xffff...."}
