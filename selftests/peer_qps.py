@@ -27,9 +27,9 @@ reth    Six RC QPs, each to get one RDMA WRITE FIRST, WRITE ONLY or READ request
         RETH DMA length is above 2^31, all aimed at one remotely readable and writable
         buffer filled with a canary: afterwards the canary is intact and no CQ has a
         completion (each QP's state is printed: a NAK moves it to the error state).
-storm   One RC QP with remote read access to a 16 MiB buffer; roce_send.py asks it one
-        READ of all of it, then sends a storm of duplicates of that READ. Afterwards no
-        completion, the QP still in RTS.
+storm   One RC QP with remote read access to a 16 MiB buffer (STORM_MB MiB if set);
+        roce_send.py asks it one READ of all of it, then sends a storm of duplicates
+        of that READ. Afterwards no completion, the QP still in RTS.
 pkey    An RC QP with receives posted and a remotely writable canary, and a UD QP with
         receives posted. roce_send.py sends SENDs and WRITEs with P_Keys that do not
         match the port's (0xffff), then control packets: one RC SEND with P_Key 0xffff,
@@ -65,8 +65,8 @@ FLUSH_TIMEOUT = 15
 CONTROL_RC = b"control RC SEND, P_Key 0xffff...."
 CONTROL_UD = {0x7FFF: b"control UD SEND, P_Key 0x7fff....",
               0xFFFF: b"control UD SEND, P_Key 0xffff...."}
-# The storm's buffer.
-STORM_LEN = 16 << 20
+# The storm's buffer: 16 MiB, or STORM_MB MiB.
+STORM_LEN = int(os.environ.get("STORM_MB", "16")) << 20
 
 
 def gid_of(addr):

@@ -488,6 +488,7 @@ def pkey(args):
     nbad = peer.sent
     print(f"{nbad} packets with P_Keys {[hex(k) for k in BAD_PKEYS]}; answered with: "
           f"{summary(bad)}" + "".join(f"\n  {x}" for x in bad[:8]))
+    # peer_qps.py's CONTROL_RC and CONTROL_UD (that one needs pyverbs, this one not).
     ctl_rc = b"control RC SEND, P_Key 0xffff...."
     ctl_ud = {0x7FFF: b"control UD SEND, P_Key 0x7fff....",
               0xFFFF: b"control UD SEND, P_Key 0xffff...."}
