@@ -66,7 +66,7 @@ CONTROL_RC = b"control RC SEND, P_Key 0xffff...."
 CONTROL_UD = {0x7FFF: b"control UD SEND, P_Key 0x7fff....",
               0xFFFF: b"control UD SEND, P_Key 0xffff...."}
 # The storm's buffer: 16 MiB, or STORM_MB MiB.
-STORM_LEN = int(os.environ.get("STORM_MB", "16")) << 20
+STORM_LEN = int(os.environ.get("STORM_MB") or "16") << 20
 
 
 def gid_of(addr):
