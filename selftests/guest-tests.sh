@@ -724,6 +724,139 @@ t_hostile_live() {
 	[ "$(live_delta rcvd_pkts)" -ge "$total" ] ||
 		{ echo "rcvd_pkts +$(live_delta rcvd_pkts), want at least $total"; return 1; }
 }
+# The tests below speak to QPs of peer_qps.py that are connected to 10.9.0.2, an address
+# of the peer namespace where no device sits: roce_send.py there is their peer, so what
+# it sends comes from the address the QPs take packets from, and what they send reaches
+# its socket on UDP port 4791.
+PQ=/tmp/pq
+peer_net() {
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
+}
+# peer_start MODE [GO_TIMEOUT]: peer_qps.py MODE in the background, until its ready line.
+peer_start() {
+	rm -rf "$PQ" && mkdir -p "$PQ" || return 1
+	timeout 600 python3 "$HOST/peer_qps.py" "$1" "$DEV" 10.9.0.1 10.9.0.2 "$PQ" "${2:-60}" \
+		> "$PQ/out" 2>&1 &
+	ppid=$!
+	i=0
+	while ! grep -q '^ready ' "$PQ/out"; do
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 $ppid 2>/dev/null; then
+			echo "peer_qps.py not ready:"; kill $ppid 2>/dev/null; wait $ppid; cat "$PQ/out"; return 1
+		fi
+		sleep 0.2
+	done
+}
+# pf KEY: KEY's value in peer_qps.py's ready line.
+pf() { sed -n "s/^ready.* $1=\([0-9x,:]*\).*/\1/p" "$PQ/out"; }
+# peer_finish: lets peer_qps.py check and returns its status (its output in the log).
+peer_finish() {
+	touch "$PQ/go"
+	wait $ppid
+	prc=$?
+	echo "peer_qps.py exited $prc:"; sed 's/^/  /' "$PQ/out"
+	return $prc
+}
+# Forged responses (roce_send.py --forged) of every response opcode and AETH syndrome,
+# for PSNs the QPs never sent (half the PSN space ahead, just past the last sent, before
+# the first, far behind), to two RC QPs whose sent SENDs, WRITEs, READ and atomic wait
+# for an acknowledgement that does not come (peer_qps.py forged): no completion at
+# all, no data placed, and each WQE flushed in error when the QP is moved to ERR.
+# C rxe takes a response with a PSN past a SEND's or WRITE's last one as their
+# acknowledgement, and completes them successfully.
+t_forged_responses() {
+	peer_net && peer_start forged || return 1
+	ip netns exec tpeer timeout 120 python3 "$HOST/roce_send.py" --forged 10.9.0.2 10.9.0.1 \
+		"$PQ/listen" 2 "$(pf f1):$(pf f1psn):$(pf f1span):$(pf f1pkts):$(pf f1dst)" \
+		"$(pf f2):$(pf f2psn):$(pf f2span):$(pf f2pkts):$(pf f2dst)"
+	src=$?
+	peer_finish
+	prc=$?
+	rdma statistic show link "$DEV/1"
+	[ $src = 0 ] && [ $prc = 0 ]
+}
+# RDMA WRITE FIRST, WRITE ONLY and READ requests whose RETH DMA length is above 2^31
+# (0x80000001, 0xffffffff), each at its own RC QP's expected PSN (roce_send.py --reth,
+# peer_qps.py reth): the IB spec makes them invalid requests. Each is dropped or
+# answered with a NAK invalid request (what came back is printed), no data is placed
+# and no READ response goes out.
+t_reth_long() {
+	peer_net && peer_start reth || return 1
+	ip netns exec tpeer timeout 60 python3 "$HOST/roce_send.py" --reth 10.9.0.2 10.9.0.1 \
+		"$PQ/listen" "$(pf qps)" "$(pf rqpsn)" "$(pf rkey)" "$(pf va)"
+	src=$?
+	peer_finish
+	prc=$?
+	[ $src = 0 ] && [ $prc = 0 ]
+}
+# One legitimate READ of a 16 MiB buffer (16384 responses), then a storm of 2000
+# duplicates of it over 4 s (roce_send.py --storm, peer_qps.py storm): the storm's
+# sender keeps its pace (it runs in this guest too), a ping-pong between two other QPs
+# of the device completes meanwhile, the responses stop within 2 minutes of the storm,
+# and the kernel logs no soft lockup, RCU stall or hung task (the test kernel has only
+# the RCU stall detector, 21 s; the others are matched should a kernel have them). The
+# packets that came back are counted on the peer's veth (the amplification, printed).
+# STORM_N duplicates over STORM_S seconds, whose sending may take STORM_MAX seconds at
+# most (the debug kernel's run sets fewer, a smaller READ with STORM_MB, and more time).
+STORM_N=${STORM_N:-2000}
+STORM_S=${STORM_S:-4}
+STORM_MAX=${STORM_MAX:-$((STORM_S * 5))}
+# stall_msgs N: stall reports among the kernel's messages after its first N lines.
+stall_msgs() { dmesg | tail -n +$(($1 + 1)) | grep -E 'soft lockup|rcu.*stall|hung_task|blocked for more than'; }
+t_dup_read_storm() {
+	local TO=120
+	if [ "$DRIVER" = rxe ] && [ -z "${STORM_ON_RXE:-}" ]; then
+		echo "rxe: answers every duplicate with the rest of the 16 MiB READ, one after the other: minutes of traffic (STORM_ON_RXE=1 runs it)"
+		return 4
+	fi
+	peer_net && peer_start storm 600 || return 1
+	d0=$(dmesg | wc -l)
+	: > "$PQ/sent"
+	ip netns exec tpeer timeout 500 python3 "$HOST/roce_send.py" --storm 10.9.0.2 10.9.0.1 \
+		"$PQ/listen" "$(pf qp)" "$(pf rqpsn)" "$(pf rkey)" "$(pf va)" "$(pf len)" \
+		"$STORM_N" "$STORM_S" tveth1 "$STORM_MAX" > "$PQ/sent" 2>&1 &
+	spid_s=$!
+	i=0
+	while ! grep -q '^storm start' "$PQ/sent" && kill -0 $spid_s 2>/dev/null && [ $i -lt 1500 ]; do
+		i=$((i + 1)); sleep 0.2
+	done
+	pprc=1
+	if grep -q '^storm start' "$PQ/sent"; then
+		i0=$(gid_of "$DEV" '::ffff:10\.9\.0\.1')
+		t0=$(date +%s)
+		cmd="ibv_rc_pingpong -d $DEV -g $i0 -n 20 -s 4096 -c"
+		pair 18515 "$cmd" "$cmd 127.0.0.1" && pp_ok 20
+		pprc=$?
+		echo "ping-pong during the storm: exit $pprc after $(($(date +%s) - t0)) s"
+	fi
+	wait $spid_s
+	src=$?
+	echo "roce_send.py --storm exited $src:"; sed 's/^/  /' "$PQ/sent"
+	peer_finish
+	prc=$?
+	rdma statistic show link "$DEV/1"
+	echo "stall detectors in /proc/sys/kernel: $(ls /proc/sys/kernel | grep -E 'watchdog|hung_task_timeout|softlockup' | tr '\n' ' ')(and the RCU stall warning)"
+	if stall_msgs "$d0"; then echo "the kernel logged a stall"; return 1; fi
+	[ $src = 0 ] && [ $prc = 0 ] && [ $pprc = 0 ]
+}
+# SENDs, RDMA WRITEs and datagrams whose BTH P_Key does not match the port's (0xffff)
+# to a live RC QP (at its expected PSN, from its peer) and a live UD QP (with the right
+# Q_Key) are dropped without an answer or an effect; control packets with P_Key 0xffff,
+# and datagrams with 0x7fff (a limited member of the default partition matches the
+# port's full membership), are taken (roce_send.py --pkey, peer_qps.py pkey).
+t_pkey_mismatch() {
+	peer_net && peer_start pkey || return 1
+	ip netns exec tpeer timeout 60 python3 "$HOST/roce_send.py" --pkey 10.9.0.2 10.9.0.1 \
+		"$PQ/listen" 3 "$(pf rc)" "$(pf rcpsn)" "$(pf ud)" "$(pf qkey)" "$(pf rkey)" "$(pf va)"
+	src=$?
+	peer_finish
+	prc=$?
+	rdma statistic show link "$DEV/1"
+	[ $src = 0 ] && [ $prc = 0 ]
+}
 # RC over a lossy, reordering, duplicating link (tc netem on both ends of a veth pair
 # into a peer namespace, a device on each end): ibv_rc_pingpong still moves every
 # message with its data checked, so does rping (RDMA READ and WRITE), and rxe_rs counts
@@ -1005,6 +1138,10 @@ run bad_same_netdev_twice t_same_netdev_twice
 run netdev_unregister_removes_device t_netdev_removed
 run hostile_packets_dropped_and_counted t_hostile_packets
 run hostile_packets_to_live_qps t_hostile_live
+run forged_responses_unsent_psns t_forged_responses
+run reth_length_above_2g t_reth_long
+run duplicate_read_storm t_dup_read_storm
+run pkey_mismatch_dropped t_pkey_mismatch
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device

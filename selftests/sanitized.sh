@@ -4,7 +4,7 @@
 # kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
 # /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
 # environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS, NETEM_ITERS,
-# DESTROY_TRAFFIC_ROUNDS) passes through to the tests; traffic runs fewer iterations
+# DESTROY_TRAFFIC_ROUNDS, STORM_*) passes through to the tests; traffic runs fewer iterations
 # here than on the test kernel (KASAN under TCG is slow).
 # The IPv6 ping-pongs and the latency tests repeat what their neighbours exercise.
 export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024} NETEM_ITERS=${NETEM_ITERS:-5}
@@ -15,6 +15,9 @@ export DESTROY_TRAFFIC_ROUNDS=${DESTROY_TRAFFIC_ROUNDS:-4}
 o=test_odp.OdpTestCase
 export ODP_TESTS=${ODP_TESTS:-"$o.test_odp_rc_traffic $o.test_odp_rc_rdma_read $o.test_odp_rc_atomic_fetch_and_add $o.test_odp_ud_traffic $o.test_odp_async_prefetch_rc_traffic"}
 export ODP_MIN=${ODP_MIN:-5}
+# The duplicate-READ storm: a 1 MiB READ, 200 duplicates, and time for the sending (a
+# 16 MiB READ alone takes over a minute here, and the storm's sender slows with it).
+export STORM_MB=${STORM_MB:-1} STORM_N=${STORM_N:-200} STORM_MAX=${STORM_MAX:-120}
 # The address test leaves out here: deleting and adding an address takes seconds on
 # this kernel, longer than the RC retries of the stream under it last.
 export EXCEPT=${EXCEPT:-'_ipv6$|_lat$|^rc_address_readded'}
