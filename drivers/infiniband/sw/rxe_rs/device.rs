@@ -70,7 +70,15 @@ pub(crate) struct LoopQueue {
     busy: bool,
     /// The device, held for the receiver queued next (taken by it while it runs).
     dev: Option<DeviceRef<RxeRs>>,
+    /// QPs (by number) whose requester or responder stopped at the backlog: the
+    /// receiver resumes them once the queue has room again.
+    waiting: [u32; LOOP_WAITERS],
+    nwaiting: usize,
 }
+
+/// How many QPs may wait for room in the loopback queue; one more resumes from its
+/// work item at once instead.
+const LOOP_WAITERS: usize = 32;
 
 /// The loopback queue's receiver: a task that runs in a bottom half.
 #[pin_data]
@@ -121,6 +129,22 @@ impl TaskRun for LoopRx {
                 }
             }
         }
+        // QPs that stopped at the backlog go on once the queue has room again.
+        let (waiting, n) = {
+            let mut q = task.q.lock();
+            let q = q.as_mut().project();
+            let room = task.len.load(Relaxed) < LOOP_BACKLOG / 2;
+            let n = if room { core::mem::take(q.nwaiting) } else { 0 };
+            (*q.waiting, n)
+        };
+        if n > 0 {
+            let _rcu = kernel::sync::rcu::read_lock();
+            for &qpn in &waiting[..n] {
+                if let Some(qp) = dev.qp_table.get(qpn) {
+                    RxeQp::resume(&dev, &qp);
+                }
+            }
+        }
         if !drained {
             *task.q.lock().as_mut().project().dev = Some(dev);
             Task::run_bh(task);
@@ -128,9 +152,9 @@ impl TaskRun for LoopRx {
     }
 }
 
-/// Packets the loopback queue holds before the requesters of the device's QPs stop
-/// adding to it: each leaves the rest of its work to its QP's work item, which runs
-/// after the queue's receiver (a bottom half) had its turn.
+/// Packets the loopback queue holds before the requesters and responders of the
+/// device's QPs stop adding to it: each waits for the queue's receiver to make room,
+/// which then resumes it from its QP's work item.
 pub(crate) const LOOP_BACKLOG: usize = 1024;
 
 /// Packets the loopback queue holds at most: a packet beyond is dropped and counted in
@@ -284,6 +308,8 @@ impl RxeDev {
                     list <- SkbList::new(),
                     busy: false,
                     dev: None,
+                    waiting: [0; LOOP_WAITERS],
+                    nwaiting: 0,
                 })),
                 len: Atomic::new(0),
             }))?),
@@ -339,6 +365,28 @@ impl RxeDev {
     /// How many packets the loopback queue holds.
     pub(crate) fn loop_backlog(&self) -> usize {
         self.lo.0.len.load(Relaxed)
+    }
+
+    /// QP `qpn` stopped at the loopback queue's backlog: its work item is to run once
+    /// the queue has room again (see `LoopRx::run`). Returns `false` when the caller is
+    /// to queue it itself: the queue has room already (it may have drained since the
+    /// caller looked), or too many QPs wait.
+    pub(crate) fn wait_for_loopback(&self, qpn: u32) -> bool {
+        let mut q = self.lo.0.q.lock();
+        let q = q.as_mut().project();
+        if self.lo.0.len.load(Relaxed) < LOOP_BACKLOG {
+            return false;
+        }
+        let n = *q.nwaiting;
+        if q.waiting[..n].contains(&qpn) {
+            return true;
+        }
+        if n == LOOP_WAITERS {
+            return false;
+        }
+        q.waiting[n] = qpn;
+        *q.nwaiting = n + 1;
+        true
     }
 
     /// Notes that QP `qpn` owes `what` (an acknowledgement to its peer, a run of its

@@ -751,6 +751,15 @@ impl RxeQp {
         true
     }
 
+    /// Queues the QP's work item, unless the QP is dead: what its runs left (their
+    /// `kick` and `respond`) goes on there. For a QP that waited for room in the
+    /// loopback queue; called in an RCU read-side section.
+    pub(crate) fn resume(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+        if !shared.inner.lock().dead {
+            dev.wq.run(shared);
+        }
+    }
+
     /// Runs the requester on the CPU the QP's doorbell last rang on: at once if that is
     /// this CPU (or none rang), else as the QP's work item there. Called from a bottom
     /// half, in an RCU read-side section.
@@ -794,8 +803,9 @@ impl RxeQp {
             let step = {
                 let mut inner = shared.inner.lock();
                 let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
+                let spent = budget == 0;
                 let step = match go {
-                    true if budget == 0 => Step::Backlog,
+                    true if spent => Step::Backlog,
                     true => crate::req::step(dev, ndev, shared, &mut inner),
                     false => Step::Idle,
                 };
@@ -803,13 +813,16 @@ impl RxeQp {
                 match step {
                     Step::Backlog => {
                         // The process may keep posting for ever, or the device's own
-                        // packets wait to be received: the rest is the work item's
-                        // (nothing queues a dead QP's, see `destroy`).
+                        // packets wait to be received: the rest is the work item's,
+                        // now or once the loopback queue has room (nothing queues a
+                        // dead QP's, see `destroy`).
                         inner.req.busy = false;
                         inner.req.again = false;
                         inner.kick = true;
                         drop(inner);
-                        dev.wq.run(shared);
+                        if spent || !dev.wait_for_loopback(shared.qp_num()) {
+                            dev.wq.run(shared);
+                        }
                         break;
                     }
                     Step::Idle if go && inner.req.again => {
@@ -869,12 +882,15 @@ impl RxeQp {
                 let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
                 let backlog = local && dev.loop_backlog() >= LOOP_BACKLOG;
                 if live && inner.resp.has_responses() && (budget == 0 || backlog) {
-                    // The rest is the work item's (nothing queues a dead QP's).
+                    // The rest is the work item's, now or once the loopback queue has
+                    // room (nothing queues a dead QP's).
                     inner.resp.busy = false;
                     inner.resp.again = false;
                     inner.respond = true;
                     drop(inner);
-                    dev.wq.run(shared);
+                    if budget == 0 || !dev.wait_for_loopback(shared.qp_num()) {
+                        dev.wq.run(shared);
+                    }
                     break;
                 }
                 budget = budget.saturating_sub(1);
