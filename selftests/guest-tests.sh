@@ -208,9 +208,11 @@ hb() {
 	mark="hostile_budget $1 $$ $(date +%s%N)"
 	echo "$mark" > /dev/kmsg
 	"$HB" "$DEV" "$1"; rc=$?
-	# A stall report is printed while the stall lasts; give one in progress time to show.
-	sleep 1
-	if dmesg | sed -n "/$mark/,\$p" | grep -E -A 12 "$STALLS"; then
+	# A stall is reported once it has lasted the timeout: give one in progress time.
+	sleep $((STALL_S + 1))
+	dmesg | sed -n "/$mark/,\$p" > /tmp/hb.dmesg
+	if grep -Eq "$STALLS" /tmp/hb.dmesg; then
+		grep -E -A 40 "$STALLS" /tmp/hb.dmesg | head -n 120
 		echo "a stall detector fired (above)"; rc=1
 	fi
 	return $rc
