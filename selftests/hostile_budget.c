@@ -9,12 +9,14 @@
  * BUDGET_FEED_S seconds (default 5): 1 KiB UD SENDs to the QP itself, 16 KiB UC RDMA
  * WRITEs into its own MR, or RC local operations (a type 2 memory window bound and
  * invalidated again; they take no send window), in lists of 128 WRs of which the last
- * is signaled. librxe writes a thread's WQEs into the ring under the QP's lock and
- * rings the doorbell (a write to the device file) after releasing it, so while one
- * thread's doorbell is in the kernel the other thread's WQEs keep appearing in the
- * ring: a requester without a budget that looks at the ring's producer index again
- * after each WQE keeps that one call in the kernel for as long as the other thread
- * posts. Both threads poll the CQ; neither the ring nor the CQ can fill (see BATCH).
+ * is signaled. The ring is filled up before the QP is moved to RTS (its doorbell fails
+ * until then), so that the first doorbell finds it full. librxe writes a thread's WQEs
+ * into the ring under the QP's lock and rings the doorbell (a write to the device file)
+ * after releasing it, so while one thread's doorbell is in the kernel the other
+ * thread's WQEs keep appearing in the ring: a requester without a budget that looks at
+ * the ring's producer index again after each WQE keeps that one call in the kernel for
+ * as long as the other thread posts. Both threads poll the CQ; neither the ring nor the
+ * CQ can fill (see BATCH).
  * Asserts: the longest ibv_post_send call returns within BUDGET_CALL_MS (1500: under
  * TCG on a busy host the whole guest stops for half a second at times, and a call on
  * rxe was seen to take 0.75 s then; the 99th percentile is printed too), every
@@ -249,8 +251,26 @@ static int own_gid(struct ibv_context *ctx, union ibv_gid *gid)
 	return roce_v2_gid_like(ctx, want, sizeof(want), gid);
 }
 
-/* RESET to RTS; an RC or UC QP is connected to itself. */
-static int qp_up(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
+/* RTR to RTS. */
+static int qp_rts(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 0x1000 };
+	int mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+
+	if (qp->qp_type == IBV_QPT_RC) {
+		/* About 0.27 s per acknowledgement timeout, 7 retries. */
+		a.timeout = 16;
+		a.retry_cnt = 7;
+		a.rnr_retry = 7;
+		a.max_rd_atomic = 1;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	return ibv_modify_qp(qp, &a, mask) ? -1 : 0;
+}
+
+/* RESET to RTR; an RC or UC QP is connected to itself. */
+static int qp_rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
@@ -282,20 +302,12 @@ static int qp_up(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
 		a.min_rnr_timer = 12;
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}
-	if (ibv_modify_qp(qp, &a, mask))
-		return -1;
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x1000 };
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (qp->qp_type == IBV_QPT_RC) {
-		/* About 0.27 s per acknowledgement timeout, 7 retries. */
-		a.timeout = 16;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
-			IBV_QP_MAX_QP_RD_ATOMIC;
-	}
 	return ibv_modify_qp(qp, &a, mask) ? -1 : 0;
+}
+
+static int qp_up(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
+{
+	return qp_rtr(qp, gid, gid_index) || qp_rts(qp) ? -1 : 0;
 }
 
 static struct ibv_qp *make_qp(struct ibv_pd *pd, struct ibv_cq *scq, struct ibv_cq *rcq,
@@ -328,7 +340,7 @@ enum feed_kind { FEED_UD, FEED_UC, FEED_RC_LOCAL };
  * second of the requester's work on rxe_rs or more (DEPTH_OF): bounded, so that what
  * is left in it when the posting stops is done within a few seconds on rxe too.
  */
-enum { BATCH = 128, MWS = BATCH / 2 };
+enum { BATCH = 128, MWS = BATCH / 2, SETS = 16 };
 enum { UD_MSG = 1024, UC_MSG = 16384, BUF = 2 * UC_MSG };
 /*
  * UD: about 45,000 WRs/s on rxe_rs, UC: 2,000 (16 packets each), RC: 190,000, faster
@@ -336,7 +348,7 @@ enum { UD_MSG = 1024, UC_MSG = 16384, BUF = 2 * UC_MSG };
  * that the requester needs longer than the posting lasts to catch up. One less than a
  * power of two: rxe's ring has a free slot more than asked for, rounded up.
  */
-static const int DEPTH_OF[] = { 16383, 1023, 262143 };
+static const int DEPTH_OF[] = { 16383, 2047, 262143 };
 
 struct feed {
 	enum feed_kind kind;
@@ -361,7 +373,8 @@ struct poster {
 	struct feed *f;
 	pthread_t th;
 	int id;
-	struct ibv_mw *mw[MWS];
+	/* RC: list j binds and invalidates the windows of set j % SETS. */
+	struct ibv_mw *mw[SETS][MWS];
 	struct samples calls;
 };
 
@@ -412,13 +425,14 @@ static void reap(struct feed *f)
 }
 
 /*
- * Fills `wr` with list `list` of thread `p`. For RC, each of the thread's windows is
+ * Fills `wr` with list `list` of thread `p`. For RC, each window of the list's set is
  * bound with its next key and invalidated again; `new_key` gets the keys.
  */
 static void build(struct poster *p, long list, struct ibv_send_wr *wr, struct ibv_sge *sge,
 		  uint32_t *new_key)
 {
 	struct feed *f = p->f;
+	struct ibv_mw **mw = p->mw[list % SETS];
 
 	for (int i = 0; i < BATCH; i++) {
 		struct ibv_send_wr *w = &wr[i];
@@ -429,9 +443,9 @@ static void build(struct poster *p, long list, struct ibv_send_wr *wr, struct ib
 		else
 			w->send_flags = IBV_SEND_SIGNALED;
 		if (f->kind == FEED_RC_LOCAL && i % 2 == 0) {
-			new_key[i / 2] = ibv_inc_rkey(p->mw[i / 2]->rkey);
+			new_key[i / 2] = ibv_inc_rkey(mw[i / 2]->rkey);
 			w->opcode = IBV_WR_BIND_MW;
-			w->bind_mw.mw = p->mw[i / 2];
+			w->bind_mw.mw = mw[i / 2];
 			w->bind_mw.rkey = new_key[i / 2];
 			w->bind_mw.bind_info = (struct ibv_mw_bind_info){
 				.mr = f->mr, .addr = (uintptr_t)f->buf, .length = BUF,
@@ -461,16 +475,42 @@ static void build(struct poster *p, long list, struct ibv_send_wr *wr, struct ib
 	}
 }
 
+/*
+ * Posts `n` (at most SETS) lists of thread `p` from its next one, in one call, with
+ * room for them in `wr` and `sge`; returns ibv_post_send's verdict.
+ */
+static int post_lists(struct poster *p, int n, struct ibv_send_wr *wr, struct ibv_sge *sge)
+{
+	long first = atomic_load(&p->f->posted[p->id]);
+	uint32_t new_key[SETS][MWS];
+	struct ibv_send_wr *bad = NULL;
+	int ret;
+
+	for (int k = 0; k < n; k++) {
+		build(p, first + k, wr + k * BATCH, sge + k * BATCH, new_key[k]);
+		if (k)
+			wr[k * BATCH - 1].next = &wr[k * BATCH];
+	}
+	ret = ibv_post_send(p->f->qp, wr, &bad);
+	/* Before RTS the doorbell fails (EINVAL) and the lists stay in the ring. */
+	if (ret && (abs(ret) != EINVAL || bad))
+		return ret;
+	atomic_fetch_add(&p->f->posted[p->id], n);
+	/* The windows' keys as the kernel now knows them (librxe passes them on). */
+	for (int k = 0; p->f->kind == FEED_RC_LOCAL && k < n; k++)
+		for (int i = 0; i < MWS; i++)
+			p->mw[(first + k) % SETS][i]->rkey = new_key[k][i];
+	return 0;
+}
+
 static void *poster_run(void *arg)
 {
 	struct poster *p = arg;
 	struct feed *f = p->f;
-	struct ibv_send_wr wr[BATCH], *bad;
+	struct ibv_send_wr wr[BATCH];
 	struct ibv_sge sge[BATCH];
 
 	while (!atomic_load(&f->failed) && now() < f->stop) {
-		long list = atomic_load(&f->posted[p->id]);
-		uint32_t new_key[MWS];
 		double t0;
 		int ret;
 
@@ -480,18 +520,13 @@ static void *poster_run(void *arg)
 			sched_yield();
 			continue;
 		}
-		build(p, list, wr, sge, new_key);
 		t0 = now();
-		ret = ibv_post_send(f->qp, wr, &bad);
+		ret = post_lists(p, 1, wr, sge);
 		sample_add(&p->calls, now() - t0);
 		if (ret) {
 			feed_fail(f, "ibv_post_send: %s", strerror(abs(ret)));
 			break;
 		}
-		atomic_fetch_add(&f->posted[p->id], 1);
-		/* The windows' keys as the kernel now knows them (librxe passes them on). */
-		for (int i = 0; f->kind == FEED_RC_LOCAL && i < MWS; i++)
-			p->mw[i]->rkey = new_key[i];
 	}
 	return NULL;
 }
@@ -507,6 +542,8 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	enum ibv_qp_type type = kind == FEED_UD ? IBV_QPT_UD :
 				kind == FEED_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	struct poster p[2] = { 0 };
+	struct ibv_send_wr *wr;
+	struct ibv_sge *sge;
 	struct feed f = { .kind = kind, .limit = DEPTH_OF[kind] - 4 * BATCH };
 	union ibv_gid gid;
 	int gid_index = own_gid(ctx, &gid), access, ret = 0;
@@ -524,7 +561,8 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	memset(f.buf, 0x5a, BUF);
 	if (!(f.pd = ibv_alloc_pd(ctx)) || !(f.cq = ibv_create_cq(ctx, 2 * DEPTH_OF[kind] / BATCH, NULL, NULL, 0)) ||
 	    !(f.mr = ibv_reg_mr(f.pd, f.buf, BUF, access)) ||
-	    !(f.qp = make_qp(f.pd, f.cq, f.cq, type, DEPTH_OF[kind], 1)) || qp_up(f.qp, &gid, gid_index))
+	    !(f.qp = make_qp(f.pd, f.cq, f.cq, type, DEPTH_OF[kind], 1)) ||
+	    qp_rtr(f.qp, &gid, gid_index))
 		FAIL("setup: %s", strerror(errno));
 	if (kind == FEED_UD) {
 		struct ibv_ah_attr a = { .is_global = 1, .port_num = 1,
@@ -536,12 +574,29 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	for (int i = 0; i < 2; i++) {
 		p[i].f = &f;
 		p[i].id = i;
-		for (int k = 0; kind == FEED_RC_LOCAL && k < MWS; k++)
-			if (!(p[i].mw[k] = ibv_alloc_mw(f.pd, IBV_MW_TYPE_2)))
+		for (int k = 0; kind == FEED_RC_LOCAL && k < SETS * MWS; k++)
+			if (!(p[i].mw[k / MWS][k % MWS] = ibv_alloc_mw(f.pd, IBV_MW_TYPE_2)))
 				FAIL("ibv_alloc_mw: %s", strerror(errno));
 	}
-	fprintf(stderr, "%s: two threads post for %.0f s, lists of %d WRs (the last signaled), "
-		"ring depth %d\n", names[kind], feed_s, BATCH, DEPTH_OF[kind]);
+	/*
+	 * The ring filled before RTS, but for a list of each thread: the first doorbell
+	 * finds all that waiting.
+	 */
+	if (!(wr = calloc(SETS * BATCH, sizeof(*wr))) || !(sge = calloc(SETS * BATCH, sizeof(*sge))))
+		FAIL("no memory");
+	for (int n; (n = (f.limit - 2 * BATCH - atomic_load(&f.out)) / BATCH) > 0;) {
+		n = n < SETS ? n : SETS;
+		if ((errno = post_lists(&p[0], n, wr, sge)))
+			FAIL("ibv_post_send in RTR: %s", strerror(abs(errno)));
+		atomic_fetch_add(&f.out, n * BATCH);
+	}
+	free(wr);
+	free(sge);
+	if (qp_rts(f.qp))
+		FAIL("to RTS: %s", strerror(errno));
+	fprintf(stderr, "%s: %ld WRs posted before RTS, then two threads post for %.0f s, lists "
+		"of %d WRs (the last signaled), ring depth %d\n", names[kind],
+		atomic_load(&f.out), feed_s, BATCH, DEPTH_OF[kind]);
 	tickers_start();
 	t0 = now();
 	f.stop = t0 + feed_s;
@@ -579,8 +634,8 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 			ret = 1;
 		}
 	for (int i = 0; i < 2; i++)
-		for (int k = 0; k < MWS; k++)
-			if (p[i].mw[k] && ibv_dealloc_mw(p[i].mw[k]))
+		for (int k = 0; k < SETS * MWS; k++)
+			if (p[i].mw[k / MWS][k % MWS] && ibv_dealloc_mw(p[i].mw[k / MWS][k % MWS]))
 				FAIL("ibv_dealloc_mw: %s", strerror(errno));
 	if (ibv_destroy_qp(f.qp) || (f.ah && ibv_destroy_ah(f.ah)) || ibv_dereg_mr(f.mr) ||
 	    ibv_destroy_cq(f.cq) || ibv_dealloc_pd(f.pd))
