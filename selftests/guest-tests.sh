@@ -6,7 +6,8 @@
 #
 # Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
 # bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova and bin/hostile_budget. After
-# each test, `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
+# each test, `run` deletes whatever devices and test netdevs are left and brings eth0
+# back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
@@ -201,7 +202,7 @@ t_iova_local() { iova_cases gather_cross gather_at write_gather_cross scatter_cr
 # READ completes with its data while a ping-pong on the device goes on and no CPU
 # stalls. Around each run, the kernel log must show no stall detector firing (see
 # stall_detectors).
-STALLS='detected stall|detected stalls|soft lockup|hard LOCKUP|blocked for more than|workqueue lockup'
+STALLS='detected stall|soft lockup|hard LOCKUP|blocked for more than|workqueue lockup'
 hb() {
 	local mark rc
 	with_dev || return 1
