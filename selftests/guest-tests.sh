@@ -5,8 +5,9 @@
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
 # Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
-# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova and bin/isolation. After each test,
-# `run` deletes whatever devices and test netdevs are left and brings eth0 back up.
+# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova, bin/isolation and
+# bin/hostile_budget. After each test, `run` deletes whatever devices and test netdevs
+# are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
@@ -14,6 +15,7 @@ VO=$HOST/bin/verbs_objects
 DT=$HOST/bin/destroy_traffic
 HI=$HOST/bin/hostile_iova
 IS=$HOST/bin/isolation
+HB=$HOST/bin/hostile_budget
 DEV=tdev0
 tap_n=0
 
@@ -255,6 +257,32 @@ t_isol_live() {
 	case "$r1" in *NAK61*) ;; *) echo "r1: want a NAK invalid request for the short MIDDLE"; return 1 ;; esac
 	[ "$r2" = NAK61 ] || { echo "FLUSH: want one NAK invalid request, got $r2"; return 1; }
 }
+# Bounded work per context (hostile_budget.c says what each check asserts): two threads
+# post to one QP without pause (UD sends, UC writes, RC memory window binds and
+# invalidations) and no ibv_post_send call stays long in the kernel; one 256 MiB RDMA
+# READ completes with its data while a ping-pong on the device goes on and no CPU
+# stalls. Around each run, the kernel log must show no stall detector firing (see
+# stall_detectors).
+STALLS='detected stall|soft lockup|hard LOCKUP|blocked for more than|workqueue lockup'
+hb() {
+	local mark rc
+	with_dev || return 1
+	mark="hostile_budget $1 $$ $(date +%s%N)"
+	echo "$mark" > /dev/kmsg
+	"$HB" "$DEV" "$1"; rc=$?
+	# A stall is reported once it has lasted the timeout: give one in progress time.
+	sleep $((STALL_S + 1))
+	dmesg | sed -n "/$mark/,\$p" > /tmp/hb.dmesg
+	if grep -Eq "$STALLS" /tmp/hb.dmesg; then
+		grep -E -A 40 "$STALLS" /tmp/hb.dmesg | head -n 120
+		echo "a stall detector fired (above)"; rc=1
+	fi
+	return $rc
+}
+t_budget_feed_ud() { hb feed_ud; }
+t_budget_feed_uc() { hb feed_uc; }
+t_budget_feed_rc_local() { hb feed_rc_local; }
+t_budget_big_read() { hb big_read; }
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -1044,7 +1072,34 @@ t_module_unload() {
 	load
 }
 
+# Stall detectors, made able to fire within a test's run: the RCU CPU stall timeout
+# (3 s, its floor, set for the grace periods that start from now on) and, where the
+# kernel has them, the soft lockup watchdog (fires at twice watchdog_thresh) and the hung
+# task detector. The test kernels have only the first (no CONFIG_SOFTLOCKUP_DETECTOR,
+# no CONFIG_DETECT_HUNG_TASK; CONFIG_RCU_CPU_STALL_TIMEOUT=21). Under TCG a 3 s stall
+# report did not come on normal slowness (see the report of the budget tests).
+# STALL_S=0 leaves the kernel's settings.
+STALL_S=${STALL_S:-3}
+stall_detectors() {
+	local f
+	[ "$STALL_S" = 0 ] && return
+	f=/sys/module/rcupdate/parameters
+	[ -w $f/rcu_cpu_stall_timeout ] && echo "$STALL_S" > $f/rcu_cpu_stall_timeout
+	[ -w $f/rcu_cpu_stall_suppress ] && echo 0 > $f/rcu_cpu_stall_suppress
+	if [ -e /proc/sys/kernel/soft_watchdog ]; then
+		echo 1 > /proc/sys/kernel/soft_watchdog
+		echo $(((STALL_S + 1) / 2)) > /proc/sys/kernel/watchdog_thresh
+	fi
+	f=/proc/sys/kernel/hung_task_timeout_secs
+	[ -w $f ] && echo 30 > $f
+	for f in /sys/module/rcupdate/parameters/rcu_cpu_stall_timeout \
+		/proc/sys/kernel/watchdog_thresh /proc/sys/kernel/hung_task_timeout_secs; do
+		[ -e $f ] && echo "# stall detector: $f = $(cat $f)"
+	done
+}
+
 echo "TAP version 13"
+stall_detectors
 run insmod_without_ib_core_fails t_insmod_without_ib_core
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
@@ -1109,6 +1164,10 @@ run recv_wqe_malformed_rc_own_wr_id t_isol_recv_rc
 run recv_wqe_malformed_ud_own_wr_id t_isol_recv_ud
 run read_mr_deregistered_midstream t_isol_read_dereg
 run isolation_raw_flush_uc_first_short_middle t_isol_live
+run budget_feeder_ud_post_send t_budget_feed_ud
+run budget_feeder_uc_post_send t_budget_feed_uc
+run budget_feeder_rc_local_ops_post_send t_budget_feed_rc_local
+run budget_big_read_device_responsive t_budget_big_read
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
