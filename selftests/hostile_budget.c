@@ -541,6 +541,7 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	static const char *const names[] = { "UD SEND", "UC RDMA WRITE", "RC BIND_MW + LOCAL_INV" };
 	double feed_s = env_num("BUDGET_FEED_S", 5), call_ms = env_num("BUDGET_CALL_MS", 1500);
 	double gap_ms = env_num("BUDGET_GAP_MS", 1000), t0, took, gap;
+	double drain_s = env_num("BUDGET_DRAIN_S", 60);
 	enum ibv_qp_type type = kind == FEED_UD ? IBV_QPT_UD :
 				kind == FEED_UC ? IBV_QPT_UC : IBV_QPT_RC;
 	struct poster p[2] = { 0 };
@@ -609,7 +610,7 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 		pthread_join(p[i].th, NULL);
 	fprintf(stderr, "posting ended after %.2f s\n", now() - t0);
 	/* Whatever is still in the ring completes (bounded). */
-	for (double end = now() + 60;
+	for (double end = now() + drain_s;
 	     lists_done(&f) < lists_posted(&f) && !atomic_load(&f.failed) && now() < end;)
 		reap(&f);
 	took = now() - t0;

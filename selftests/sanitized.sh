@@ -4,7 +4,7 @@
 # kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
 # /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
 # environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS, NETEM_ITERS,
-# DESTROY_TRAFFIC_ROUNDS, STORM_*) passes through to the tests; traffic runs fewer iterations
+# DESTROY_TRAFFIC_ROUNDS, STORM_*, STALL_S, BUDGET_*) passes through to the tests; traffic runs fewer iterations
 # here than on the test kernel (KASAN under TCG is slow).
 # The IPv6 ping-pongs and the latency tests repeat what their neighbours exercise.
 export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024} NETEM_ITERS=${NETEM_ITERS:-5}
@@ -22,6 +22,9 @@ export STORM_MB=${STORM_MB:-1} STORM_N=${STORM_N:-200} STORM_MAX=${STORM_MAX:-12
 # holds an RCU read-side section for seconds under KASAN, which a 3 s timeout reports
 # as a stall of its own. The budget tests still time every system call and tick.
 export STALL_S=${STALL_S:-0}
+# What the budget feeders leave in their rings takes the requester minutes here (UC:
+# 16-packet messages through the loopback queue under KASAN), not seconds.
+export BUDGET_DRAIN_S=${BUDGET_DRAIN_S:-300}
 # The address test leaves out here: deleting and adding an address takes seconds on
 # this kernel, longer than the RC retries of the stream under it last.
 export EXCEPT=${EXCEPT:-'_ipv6$|_lat$|^rc_address_readded'}
