@@ -165,6 +165,51 @@ t_hostile_wqes() {
 		"$VO" "$DEV" "hostile_wqe_$c" || { echo "class $c failed"; return 1; }
 	done
 }
+# The verbs fuzzer (verbs_fuzz.c says what it drives and asserts): FUZZ_PROCS processes
+# (3) run random verbs for FUZZ_SECONDS (60) on a device on each end of a veth pair into
+# a peer namespace, alternately, and write into their mapped rings; all must end in
+# time, memory no key opens for writing must not change, and afterwards both devices
+# move data, an RC ping-pong runs, and the kernel logged no BUG, WARNING, KASAN, lockdep,
+# soft lockup, RCU stall or hung task. FUZZ_SEED replays a run (the log's first line).
+# C rxe oopses within seconds even with the rings left alone and the opcodes within the
+# verbs' enum (a NULL pointer dereference in rxe_invalidate_mw() from its requester), so
+# it does not run there; FUZZ_ON_RXE=1 runs it anyway, in that reduced form.
+VF=$HOST/bin/verbs_fuzz
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+kernel_reports() {
+	grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|lockdep|possible circular locking|inconsistent lock state|soft lockup|hard LOCKUP|rcu.*(stall|detected stalls)|hung_task|blocked for more than|ODEBUG|cleanup failed'
+}
+t_verbs_fuzz() {
+	local n0 rc rings=1 hostile=1 stall
+	if [ "$DRIVER" = rxe ]; then
+		if [ -z "${FUZZ_ON_RXE:-}" ]; then
+			echo "rxe oopses under it (rxe_invalidate_mw: NULL pointer dereference)"
+			return 4
+		fi
+		rings=0 hostile=0
+	fi
+	veth_pair || return 1
+	n0=$(dmesg | wc -l)
+	# A verb slower than FUZZ_STALL seconds fails the run: 10, or 30 under KASAN.
+	stall=10
+	dmesg | grep -q 'KernelAddressSanitizer initialized' && stall=30
+	FUZZ_RINGS=$rings FUZZ_HOSTILE=$hostile FUZZ_SECONDS=$FUZZ_SECONDS FUZZ_STALL=${FUZZ_STALL:-$stall} \
+		timeout -k 10 $((FUZZ_SECONDS + 240)) "$VF" "$DEV,tdevp" ${FUZZ_SEED:-}
+	rc=$?
+	[ $rc = 124 ] && echo "verbs_fuzz itself did not end (timeout)"
+	dmesg | tail -n +$((n0 + 1)) > /tmp/fuzz.dmesg
+	if kernel_reports < /tmp/fuzz.dmesg > /tmp/fuzz.reports; then
+		echo "kernel reports during the run ($(wc -l < /tmp/fuzz.reports)), the first with what follows it:"
+		head -n 10 /tmp/fuzz.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/fuzz.reports)" /tmp/fuzz.dmesg
+		return 1
+	fi
+	[ $rc = 0 ] || return 1
+	rdma statistic show link "$DEV/1"
+	pair 18515 "ibv_rc_pingpong -d $DEV -g $i0 -n 20 -s 4096 -c" \
+		"ibv_rc_pingpong -d $DEV -g $i0 -n 20 -s 4096 -c 127.0.0.1" || return 1
+	pp_ok 20
+}
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -873,6 +918,7 @@ run every_object_loop_sigkill_no_leak t_stress
 run cq_overflow_cq_err_destroy_waits_ack t_cq_overflow
 run hostile_ring_contents t_hostile_rings
 run hostile_wqe_classes t_hostile_wqes
+run verbs_fuzz t_verbs_fuzz
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
