@@ -161,7 +161,7 @@ static struct st {
 	uint8_t *arena, *ro, *none;
 	int trace_fd;
 	long n;
-	int stalls, canary_bad;
+	int stalls, canary_bad, big;
 	double slowest;
 	const char *slowest_op;
 	long wc_status[24], wc_total, async_events, cq_events, raw_posts;
@@ -808,15 +808,21 @@ static int op_events(void)
 
 /*
  * A queue's size: mostly small, at times up to 1024, beyond the limit (refused), or the
- * limit itself, rarely: a ring of the largest size and WQE is tens of MiB of vmalloc
- * that the kernel clears page by page (seconds under TCG, more under KASAN).
+ * limit itself, rarely: a ring of the largest size is MiBs of vmalloc that the kernel
+ * clears page by page (seconds under TCG, 20 s under KASAN).
  */
 static uint32_t wr_count(uint32_t max)
 {
 	switch (rnd(12)) {
 	case 0: return 0;
 	case 1: return max + 1 + rnd(2) * 1000000;
-	case 2: return chance(5) ? max : 1 + rnd(max < 1024 ? max : 1024);
+	case 2:
+		/* At most two of the largest per process: each takes seconds to clear. */
+		if (chance(5) && S.big < 2) {
+			S.big++;
+			return max;
+		}
+		return 1 + rnd(max < 1024 ? max : 1024);
 	default: return 1 + rnd(32);
 	}
 }
@@ -1881,10 +1887,11 @@ static void show_file(const char *what, const char *path)
 static void *watchdog(void *arg)
 {
 	long shown = -1;
-	char path[64];
+	char path[64], wchan[64];
 
 	(void)arg;
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stack", main_tid);
+	snprintf(wchan, sizeof(wchan), "/proc/self/task/%d/wchan", main_tid);
 	while (!fuzz_done) {
 		double t = op_start;
 		long seq = op_seq;
@@ -1893,7 +1900,9 @@ static void *watchdog(void *arg)
 			shown = seq;
 			fprintf(stderr, "proc %d: op %ld (%s) still running after %.1f s; kernel stack:\n",
 				S.id, seq, current_op, now() - t);
+			/* A task running on a CPU shows no stack: then its wait channel is 0. */
 			show_file("stack", path);
+			show_file("wchan", wchan);
 		}
 		usleep(200000);
 	}
