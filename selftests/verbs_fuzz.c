@@ -17,6 +17,8 @@
  *                  CQ, SQ, RQ and SRQ rings, and ring the doorbell by hand (1)
  *   FUZZ_HOSTILE   1: send opcodes outside the verbs' enum (1)
  *   FUZZ_KILL      1: SIGKILL one process midway, as the seed decides (1)
+ *   FUZZ_RACER     1: a second thread in each process rings doorbells and moves QPs
+ *                  to the error, reset or drain states by handle, racing the first (1)
  *   FUZZ_STALL     seconds after which one verb call counts as a stall (10)
  *   FUZZ_TRACE     file: every operation is appended to it before it runs (for a
  *                  crash: the last lines name what the kernel was given)
@@ -87,7 +89,7 @@
 static struct {
 	double seconds, stall;
 	long ops;
-	int procs, rings, hostile, kill;
+	int procs, rings, hostile, kill, racer;
 	const char *trace, *only, *except;
 	int mcast_lids;
 	uint64_t seed;
@@ -1801,6 +1803,54 @@ static int op_ring(void)
 	return 0;
 }
 
+/* ---- the racer ---- */
+
+static volatile int racer_stop;
+static long racer_calls;
+
+/*
+ * The second thread: doorbells, raw posts and state changes on QP handles 0 to 23
+ * (the first thread's QPs and SRQs, whatever they are doing: being created, modified,
+ * posted to, destroyed), through the context that stays open to the end. It draws from
+ * a generator of its own, so the first thread's sequence stays the seed's.
+ */
+static void *racer(void *arg)
+{
+	uint64_t r = cfg.seed * 7919 + S.id;
+	int fd = S.ctx[0]->cmd_fd;
+
+	(void)arg;
+	while (!racer_stop) {
+		uint64_t x = splitmix(&r);
+		uint32_t h = x % 24;
+		struct { struct ib_uverbs_cmd_hdr hdr; struct ib_uverbs_modify_qp m; } mq = {};
+		static const uint8_t states[] = { IBV_QPS_ERR, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QPS_SQD,
+						  IBV_QPS_RTS };
+
+		switch ((x >> 8) % 8) {
+		case 5:
+		case 6:
+			mq.hdr.command = IB_USER_VERBS_CMD_MODIFY_QP;
+			mq.hdr.in_words = sizeof(mq) / 4;
+			mq.m.qp_handle = h;
+			mq.m.attr_mask = IBV_QP_STATE;
+			mq.m.qp_state = states[(x >> 16) % sizeof(states)];
+			if (write(fd, &mq, sizeof(mq)) < 0)
+				break;
+			break;
+		case 7:
+			raw_post(S.ctx[0], (x >> 16) & 1 ? IB_USER_VERBS_CMD_POST_RECV :
+				 IB_USER_VERBS_CMD_POST_SRQ_RECV, h, 0, 0, 0);
+			break;
+		default:
+			raw_post(S.ctx[0], IB_USER_VERBS_CMD_POST_SEND, h, 0, 0, 0);
+		}
+		racer_calls++;
+		usleep(100 + (x >> 32) % 2000);
+	}
+	return NULL;
+}
+
 /* ---- the loop ---- */
 
 struct op {
@@ -1992,7 +2042,7 @@ static int child(int id)
 	int total = 0, rc = 0;
 
 	struct sigaction sa = { .sa_sigaction = on_fault, .sa_flags = SA_SIGINFO };
-	pthread_t wd;
+	pthread_t wd, rc_thread;
 
 	sigaction(SIGSEGV, &sa, NULL);
 	sigaction(SIGBUS, &sa, NULL);
@@ -2035,6 +2085,8 @@ static int child(int id)
 	S.mr[0].iova = (uintptr_t)slot(0);
 	S.mr[0].len = SLOT;
 	tell(1, S.mr[0].mr->lkey, S.mr[0].mr->rkey, 0, S.mr[0].iova, SLOT);
+	if (cfg.racer && pthread_create(&rc_thread, NULL, racer, NULL))
+		return 6;
 	for (int i = 0; i < N_OPS; i++)
 		if (enabled(&ops[i]))
 			total += ops[i].weight;
@@ -2064,6 +2116,9 @@ static int child(int id)
 	current_op = "teardown";
 	op_seq = -1;
 	op_start = now();
+	racer_stop = 1;
+	if (cfg.racer)
+		pthread_join(rc_thread, NULL);
 	op_learn();
 	if (check_canaries("at the end"))
 		S.canary_bad = 1;
@@ -2076,8 +2131,8 @@ static int child(int id)
 	for (int s = 0; s < 24; s++)
 		if (S.wc_status[s])
 			fprintf(stderr, " [%s%d]=%ld", s == 23 ? ">" : "", s, S.wc_status[s]);
-	fprintf(stderr, "; async events %ld, CQ events %ld, raw posts %ld\n", S.async_events,
-		S.cq_events, S.raw_posts);
+	fprintf(stderr, "; async events %ld, CQ events %ld, raw posts %ld, racer calls %ld\n",
+		S.async_events, S.cq_events, S.raw_posts, racer_calls);
 	fprintf(stderr, "proc %d calls/failed:", id);
 	for (int i = 0; i < N_OPS; i++)
 		if (ops[i].calls)
@@ -2233,6 +2288,7 @@ int main(int argc, char **argv)
 	cfg.rings = env_num("FUZZ_RINGS", 1);
 	cfg.hostile = env_num("FUZZ_HOSTILE", 1);
 	cfg.kill = env_num("FUZZ_KILL", 1);
+	cfg.racer = env_num("FUZZ_RACER", 1);
 	cfg.stall = env_num("FUZZ_STALL", 10);
 	cfg.trace = getenv("FUZZ_TRACE");
 	cfg.only = getenv("FUZZ_ONLY");
