@@ -28,7 +28,7 @@ stage_end
 
 # The guest (one TCG thread) and libFuzzer (one process) take a core each.
 stage_start "verbs fuzzer ${secs} s and failslab, debug kernel; packet parser ${psecs} s alongside"
-printf 'cd /mnt/host && %sFUZZ_SECONDS=%s FUZZ_STALL=30 VERBOSE=1 ONLY=%s sh sanitized.sh\n' \
+printf 'cd /mnt/host && %sFUZZ_SECONDS=%s VERBOSE=1 ONLY=%s sh sanitized.sh\n' \
 	"${FUZZ_SEED:+FUZZ_SEED=$FUZZ_SEED }" "$secs" "'^verbs_fuzz\$|^fault_injection_create_verbs\$'" \
 	> "$out/cmd.sh"
 rm -f "$share/kmemleak.txt" "$share/lockdep.txt"
