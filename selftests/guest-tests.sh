@@ -197,7 +197,7 @@ t_verbs_fuzz() {
 	stall=10
 	dmesg | grep -q 'KernelAddressSanitizer initialized' && stall=60
 	FUZZ_RINGS=$rings FUZZ_HOSTILE=$hostile FUZZ_SECONDS=$FUZZ_SECONDS FUZZ_STALL=${FUZZ_STALL:-$stall} \
-		timeout -k 10 $((FUZZ_SECONDS + 240)) "$VF" "$DEV,tdevp" ${FUZZ_SEED:-}
+		timeout -k 10 $((FUZZ_SECONDS + 300)) "$VF" "$DEV,tdevp" ${FUZZ_SEED:-}
 	rc=$?
 	[ $rc = 124 ] && echo "verbs_fuzz itself did not end (timeout)"
 	dmesg | tail -n +$((n0 + 1)) > /tmp/fuzz.dmesg

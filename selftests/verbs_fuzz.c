@@ -20,6 +20,7 @@
  *   FUZZ_RACER     1: a second thread in each process rings doorbells and moves QPs
  *                  to the error, reset or drain states by handle, racing the first (1)
  *   FUZZ_STALL     seconds after which one verb call counts as a stall (10)
+ *   FUZZ_GRACE     seconds the processes have to end after the run (60 + 2 stalls)
  *   FUZZ_TRACE     file: every operation is appended to it before it runs (for a
  *                  crash: the last lines name what the kernel was given)
  *   FUZZ_ONLY      comma-separated operation names: only these run (to narrow a
@@ -2271,7 +2272,7 @@ int main(int argc, char **argv)
 {
 	pid_t pids[MAXP];
 	int status[MAXP], done[MAXP] = {}, bad = 0, victim = -1;
-	double t0, kill_at = 0, deadline;
+	double t0, kill_at = 0, deadline, grace;
 	char *list;
 
 	if (argc < 2 || argc > 3) {
@@ -2341,7 +2342,9 @@ int main(int argc, char **argv)
 		if (!pids[p])
 			_exit(child(p));
 	}
-	deadline = t0 + cfg.seconds + env_num("FUZZ_GRACE", 60);
+	/* The grace: the last operation and the teardown, each of which may be slow. */
+	grace = env_num("FUZZ_GRACE", 60 + 2 * cfg.stall);
+	deadline = t0 + cfg.seconds + grace;
 	for (int left = cfg.procs; left > 0 && now() < deadline;) {
 		for (int p = 0; p < cfg.procs; p++)
 			if (!done[p] && waitpid(pids[p], &status[p], WNOHANG) == pids[p]) {
@@ -2360,7 +2363,7 @@ int main(int argc, char **argv)
 	for (int p = 0; p < cfg.procs; p++) {
 		if (!done[p]) {
 			fprintf(stderr, "HANG: process %d did not end within %.0f s of the run's end\n", p,
-				env_num("FUZZ_GRACE", 60));
+				grace);
 			show_stuck(pids[p]);
 			kill(pids[p], SIGKILL);
 			for (int k = 0; k < 100 && waitpid(pids[p], &status[p], WNOHANG) != pids[p]; k++)
