@@ -9,6 +9,8 @@
 #   make bootstrap        toolchain/guest tree and both test kernels, nothing else
 #   make rdma-core-tests  rdma-core's own test suite on rxe and on rxe_rs, with the difference
 #   make stress           the every-object loop at length (ROUNDS=2000) on the debug kernel
+#   make fuzz             the verbs fuzzer (FUZZ_SECONDS=1200) and failslab on the debug
+#                         kernel, the packet parser (FUZZ_PACKET_SECONDS=1200) alongside
 #   make bench            perftest bandwidth and latency on rxe and on rxe_rs, in one guest
 #                         and across two (BENCH_ITERS=scale, BENCH_REPEAT=runs,
 #                         BENCH_PLACEMENTS="one two")
@@ -43,6 +45,9 @@ rdma-core-tests:
 stress:
 	tools/stress.sh
 
+fuzz:
+	tools/fuzz.sh
+
 bench:
 	tools/bench.sh
 
@@ -52,4 +57,4 @@ interop:
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress bench interop clean
+.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop clean

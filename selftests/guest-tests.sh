@@ -5,9 +5,9 @@
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
 # Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
-# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova, bin/isolation and
-# bin/hostile_budget. After each test, `run` deletes whatever devices and test netdevs
-# are left and brings eth0 back up.
+# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova, bin/isolation,
+# bin/hostile_budget, bin/verbs_fuzz and bin/verbs_failnth. After each test, `run`
+# deletes whatever devices and test netdevs are left and brings eth0 back up.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
 HOST=/mnt/host
 VB=$HOST/bin/verbs_basic
@@ -283,6 +283,86 @@ t_budget_feed_ud() { hb feed_ud; }
 t_budget_feed_uc() { hb feed_uc; }
 t_budget_feed_rc_local() { hb feed_rc_local; }
 t_budget_big_read() { hb big_read; }
+# The verbs fuzzer (verbs_fuzz.c says what it drives and asserts): FUZZ_PROCS processes
+# (3) run random verbs for FUZZ_SECONDS (60) on a device on each end of a veth pair into
+# a peer namespace, alternately, and write into their mapped rings; all must end in
+# time, memory no key opens for writing must not change, and afterwards both devices
+# move data, an RC ping-pong runs, and the kernel logged no BUG, WARNING, KASAN, lockdep,
+# soft lockup, RCU stall or hung task. FUZZ_SEED replays a run (the log's first line).
+# C rxe oopses within seconds even with the rings left alone and the opcodes within the
+# verbs' enum (a NULL pointer dereference in rxe_invalidate_mw() from its requester), so
+# it does not run there; FUZZ_ON_RXE=1 runs it anyway, in that reduced form.
+VF=$HOST/bin/verbs_fuzz
+FUZZ_SECONDS=${FUZZ_SECONDS:-60}
+# The kernel's reports in a log on standard input (not the names of lockdep's functions
+# in stack traces, which an allocation failure's warning shows).
+kernel_reports() {
+	grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|lockdep: |DEBUG_LOCKS_WARN|soft lockup|hard LOCKUP|rcu.*(stall|detected stalls)|hung_task|blocked for more than|ODEBUG|cleanup failed'
+}
+t_verbs_fuzz() {
+	local n0 rc rings=1 hostile=1 stall
+	if [ "$DRIVER" = rxe ]; then
+		if [ -z "${FUZZ_ON_RXE:-}" ]; then
+			echo "rxe oopses under it (rxe_invalidate_mw: NULL pointer dereference)"
+			return 4
+		fi
+		rings=0 hostile=0
+	fi
+	veth_pair || return 1
+	n0=$(dmesg | wc -l)
+	# A verb slower than FUZZ_STALL seconds fails the run: 10, or 60 under KASAN (a
+	# queue of the largest size took 20 s to allocate there).
+	stall=10
+	dmesg | grep -q 'KernelAddressSanitizer initialized' && stall=60
+	FUZZ_RINGS=$rings FUZZ_HOSTILE=$hostile FUZZ_SECONDS=$FUZZ_SECONDS FUZZ_STALL=${FUZZ_STALL:-$stall} \
+		timeout -k 10 $((FUZZ_SECONDS + 300)) "$VF" "$DEV,tdevp" ${FUZZ_SEED:-}
+	rc=$?
+	[ $rc = 124 ] && echo "verbs_fuzz itself did not end (timeout)"
+	dmesg | tail -n +$((n0 + 1)) > /tmp/fuzz.dmesg
+	if kernel_reports < /tmp/fuzz.dmesg > /tmp/fuzz.reports; then
+		echo "kernel reports during the run ($(wc -l < /tmp/fuzz.reports)), the first with what follows it:"
+		head -n 10 /tmp/fuzz.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/fuzz.reports)" /tmp/fuzz.dmesg
+		return 1
+	fi
+	[ $rc = 0 ] || return 1
+	rdma statistic show link "$DEV/1"
+	pair 18515 "ibv_rc_pingpong -d $DEV -g $i0 -n 20 -s 4096 -c" \
+		"ibv_rc_pingpong -d $DEV -g $i0 -n 20 -s 4096 -c 127.0.0.1" || return 1
+	pp_ok 20
+}
+# Fault injection (the debug kernel's failslab; skipped elsewhere): verbs_failnth.c
+# fails the Nth slab allocation of each create verb (PD, CQ, QP of each type, SRQ, MR,
+# MW, AH and a few that change objects) for N = 1, 2, ... until the call gets through;
+# every failure must be clean and the device must keep working. Afterwards the module
+# reference counts are as before and unreclaimable slab is back within 1 MiB (kmemleak's
+# scan at the end of sanitized.sh looks for the leaks themselves).
+t_failslab() {
+	local fs=/sys/kernel/debug/failslab gw vb rc before after slab0 slab1
+	[ -d $fs ] || { echo "no $fs (only the debug kernel has failslab)"; return 4; }
+	with_dev || return 1
+	settle
+	before=$(refcnts); slab0=$(slab_kb)
+	n0=$(dmesg | wc -l)
+	gw=$(cat $fs/ignore-gfp-wait); vb=$(cat $fs/verbose)
+	# GFP_KERNEL allocations may fail too; one line per injected fault would flood the
+	# console.
+	echo N > $fs/ignore-gfp-wait; echo 0 > $fs/verbose
+	timeout -k 10 900 "$HOST/bin/verbs_failnth" "$DEV" all
+	rc=$?
+	echo "$gw" > $fs/ignore-gfp-wait; echo "$vb" > $fs/verbose
+	dmesg | tail -n +$((n0 + 1)) > /tmp/failslab.dmesg
+	if kernel_reports < /tmp/failslab.dmesg > /tmp/failslab.reports; then
+		echo "kernel reports:"; head -n 10 /tmp/failslab.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/failslab.reports)" /tmp/failslab.dmesg
+		return 1
+	fi
+	[ $rc = 0 ] || return 1
+	sleep 1; settle
+	after=$(refcnts); slab1=$(slab_kb)
+	echo "refcnt before: $before after: $after; SUnreclaim ${slab0} kB -> ${slab1} kB"
+	[ "$before" = "$after" ] && [ $((slab1 - slab0)) -lt 1024 ]
+}
 # ib_mad's GSI QP (QP1) exists and is ready once the device is registered.
 t_gsi_qp1() {
 	with_dev || return 1
@@ -1168,6 +1248,8 @@ run budget_feeder_ud_post_send t_budget_feed_ud
 run budget_feeder_uc_post_send t_budget_feed_uc
 run budget_feeder_rc_local_ops_post_send t_budget_feed_rc_local
 run budget_big_read_device_responsive t_budget_big_read
+run verbs_fuzz t_verbs_fuzz
+run fault_injection_create_verbs t_failslab
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
