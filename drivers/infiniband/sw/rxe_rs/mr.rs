@@ -651,7 +651,10 @@ impl RxeMr {
         }
         // The MR's addresses may end exactly at 2^64, not past it: its last byte must
         // have an address (ib_core does not check `iova + len`).
-        if len.checked_sub(1).is_some_and(|last| iova.checked_add(last).is_none()) {
+        if len
+            .checked_sub(1)
+            .is_some_and(|last| iova.checked_add(last).is_none())
+        {
             return Err(EINVAL);
         }
         // Persistence needs persistent memory, which a process's pages are not (rxe
