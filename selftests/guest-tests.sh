@@ -294,21 +294,23 @@ stall_restore() {
 STALLS='detected stall|soft lockup|hard LOCKUP|blocked for more than|workqueue lockup'
 # stall_reports FILE: splits the kernel's messages in FILE into stall reports (each
 # from its first line to the next one's) in /tmp/hb.stalls, but for those that say
-# RCU's grace-period kthread was starved or its timer late: under TCG a busy host stops
-# the whole guest for seconds at times (the tickers see every CPU stop at once, up to
-# 7 s), and RCU then finds a grace period older than its timeout; those go to
-# /tmp/hb.paused. A stall of the code under test leaves that kthread running on the
-# other CPU.
+# RCU's grace-period kthread was starved or its timer late and name no task blocked in
+# a read-side section: under TCG a busy host stops the whole guest for seconds at times
+# (the tickers see every CPU stop at once, up to 19 s), and RCU then finds a grace
+# period older than its timeout; those go to /tmp/hb.paused. A stall of the code under
+# test leaves that kthread running on the other CPU, or names the task.
 stall_reports() {
 	: > /tmp/hb.stalls; : > /tmp/hb.paused
 	awk -v re="$STALLS" '
 	function flush(  i, f) {
-		f = paused ? "/tmp/hb.paused" : "/tmp/hb.stalls"
+		f = starved && !blocked ? "/tmp/hb.paused" : "/tmp/hb.stalls"
 		for (i = 1; i <= n && i <= 40; i++) print b[i] > f
-		n = 0; paused = 0
+		n = 0; starved = 0; blocked = 0
 	}
 	$0 ~ re { flush(); on = 1 }
-	on { b[++n] = $0; if ($0 ~ /kthread starved for|kthread timer wakeup didn.t happen/) paused = 1 }
+	on { b[++n] = $0 }
+	on && /kthread starved for|kthread timer wakeup didn.t happen/ { starved = 1 }
+	on && /Tasks blocked on/ { blocked = 1 }
 	END { flush() }' "$1"
 }
 hb() {
