@@ -17,9 +17,11 @@
  * the ring's producer index again after each WQE keeps that one call in the kernel for
  * as long as the other thread posts. Both threads poll the CQ; neither the ring nor the
  * CQ can fill (see BATCH).
- * Asserts: the longest ibv_post_send call returns within BUDGET_CALL_MS (1500: under
- * TCG on a busy host the whole guest stops for half a second at times, and a call on
- * rxe was seen to take 0.75 s then; the 99th percentile is printed too), every
+ * Asserts: the longest ibv_post_send call returns within BUDGET_CALL_MS (3000, well
+ * below the 5 s the posting lasts, which an unbounded requester keeps one call for:
+ * under TCG on a busy host the whole guest stops for half a second at times, a call on
+ * rxe was seen to take 0.75 s then and one on rxe_rs 1.8 s, preempted by the work
+ * item that goes on with its QP's work; the 99th percentile is printed too), every
  * signaled WR completes (within BUDGET_DRAIN_S, 60, after the posting), in order and
  * successfully, and no CPU was held for longer than BUDGET_GAP_MS (1000) while another
  * ran (see the tickers).
@@ -544,7 +546,7 @@ static long lists_done(struct feed *f) { return atomic_load(&f->done[0]) + atomi
 static int feed(struct ibv_context *ctx, enum feed_kind kind)
 {
 	static const char *const names[] = { "UD SEND", "UC RDMA WRITE", "RC BIND_MW + LOCAL_INV" };
-	double feed_s = env_num("BUDGET_FEED_S", 5), call_ms = env_num("BUDGET_CALL_MS", 1500);
+	double feed_s = env_num("BUDGET_FEED_S", 5), call_ms = env_num("BUDGET_CALL_MS", 3000);
 	double gap_ms = env_num("BUDGET_GAP_MS", 1000), drain_s = env_num("BUDGET_DRAIN_S", 60);
 	double t0, took, gap;
 	enum ibv_qp_type type = kind == FEED_UD ? IBV_QPT_UD :
