@@ -167,9 +167,10 @@ struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata)
 }
 
 /* A per-CPU, high-priority workqueue that can make progress under memory pressure. */
-struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name)
+struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name, bool highpri)
 {
-	return alloc_workqueue("%s", WQ_PERCPU | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0, name);
+	return alloc_workqueue("%s", WQ_PERCPU | (highpri ? WQ_HIGHPRI : 0) | WQ_MEM_RECLAIM,
+			       0, name);
 }
 
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr)

@@ -174,12 +174,12 @@ unsafe impl Send for Workqueue {}
 unsafe impl Sync for Workqueue {}
 
 impl Workqueue {
-    /// A per-CPU, high-priority workqueue named `name` (the name is copied) that makes
-    /// progress under memory pressure: work queued from a CPU runs on that CPU unless
-    /// [`Workqueue::run_on`] names another.
-    pub(crate) fn new(name: &CStr) -> Result<Self> {
+    /// A per-CPU workqueue named `name` (the name is copied) that makes progress under
+    /// memory pressure, of high priority if `highpri`: work queued from a CPU runs on
+    /// that CPU unless [`Workqueue::run_on`] names another.
+    pub(crate) fn new(name: &CStr, highpri: bool) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated; the function copies it.
-        let raw = unsafe { bindings::rxe_rs_alloc_workqueue(name.as_char_ptr()) };
+        let raw = unsafe { bindings::rxe_rs_alloc_workqueue(name.as_char_ptr(), highpri) };
         // INVARIANT: A non-null result is a fresh workqueue.
         Ok(Self {
             raw: NonNull::new(raw).ok_or(ENOMEM)?,

@@ -277,6 +277,11 @@ pub(crate) struct RxeDev {
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
+    /// Where a QP's requester and responder go on once a run spent its budget: of
+    /// ordinary priority, so that a process (or a peer) that keeps its QP busy gets no
+    /// more of a CPU than other processes do. Dropped before `wq`, waiting for what is
+    /// still queued.
+    pub(crate) bulk_wq: Workqueue,
     /// Where completions and events are delivered from; dropped last of the device's
     /// state, after every object is gone, waiting for what is still queued.
     pub(crate) wq: Workqueue,
@@ -321,7 +326,8 @@ impl RxeDev {
                 }),
             }))?),
             atomic_lock <- new_spinlock_irq!(()),
-            wq: Workqueue::new(c_str!("rxe_rs"))?,
+            bulk_wq: Workqueue::new(c_str!("rxe_rs_bulk"), false)?,
+            wq: Workqueue::new(c_str!("rxe_rs"), true)?,
         })
     }
 

@@ -820,7 +820,9 @@ impl RxeQp {
                         inner.req.again = false;
                         inner.kick = true;
                         drop(inner);
-                        if spent || !dev.wait_for_loopback(shared.qp_num()) {
+                        if spent {
+                            dev.bulk_wq.run(shared);
+                        } else if !dev.wait_for_loopback(shared.qp_num()) {
                             dev.wq.run(shared);
                         }
                         break;
@@ -888,7 +890,9 @@ impl RxeQp {
                     inner.resp.again = false;
                     inner.respond = true;
                     drop(inner);
-                    if budget == 0 || !dev.wait_for_loopback(shared.qp_num()) {
+                    if budget == 0 {
+                        dev.bulk_wq.run(shared);
+                    } else if !dev.wait_for_loopback(shared.qp_num()) {
                         dev.wq.run(shared);
                     }
                     break;
