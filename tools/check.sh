@@ -103,7 +103,7 @@ for drv in rxe rxe_rs; do
 	stage_start "selftests on $drv (one boot)"
 	printf 'cd /mnt/host && DRIVER=%s sh guest-tests.sh\n' "$drv" > "$out/cmd-$drv.sh"
 	set +e
-	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$TOP_DIR/build/share-test" --timeout 900 \
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$TOP_DIR/build/share-test" --timeout 1500 \
 		"$out/cmd-$drv.sh" > "$out/$drv.console" 2>&1
 	rc=$?
 	set -e
