@@ -27,10 +27,10 @@
  *                  finding down; the names are those of the summary lines)
  *   FUZZ_EXCEPT    comma-separated operation names that do not run
  *   FUZZ_MCAST_LIDS 1: attach to multicast groups with random LIDs too (0: LID 0
- *                  only). Off by default: attaching one QP to one group under two
- *                  LIDs makes both rxe and rxe_rs refuse the second detach, and the QP
- *                  then outlives its process, WARNs in uverbs_destroy_ufile_hw() and
- *                  leaves `rdma link delete` and rmmod waiting forever.
+ *                  only) (1). rxe refuses the second detach of a QP attached to one
+ *                  group under two LIDs, and the QP then outlives its process, WARNs in
+ *                  uverbs_destroy_ufile_hw() and leaves `rdma link delete` and rmmod
+ *                  waiting forever (the fuzzer does not run on rxe).
  *
  * What it asserts: every process ends (exit or the planned SIGKILL) within the run's
  * time plus a grace period, no verb call stalls, memory that no key opens for writing
@@ -2294,7 +2294,7 @@ int main(int argc, char **argv)
 	cfg.trace = getenv("FUZZ_TRACE");
 	cfg.only = getenv("FUZZ_ONLY");
 	cfg.except = getenv("FUZZ_EXCEPT");
-	cfg.mcast_lids = env_num("FUZZ_MCAST_LIDS", 0);
+	cfg.mcast_lids = env_num("FUZZ_MCAST_LIDS", 1);
 	if (cfg.procs < 1 || cfg.procs > MAXP)
 		cfg.procs = 3;
 	list = strdup(argv[1]);

@@ -1534,6 +1534,49 @@ static int check_mcast_busy(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/*
+ * ib_core attaches a QP once per (GID, LID) pair; on RoCE the LID means nothing, so a
+ * QP attached to one group under three LIDs is one member of it: each of its three
+ * detaches succeeds, a fourth fails with EINVAL, and the QP can then be destroyed. A
+ * second QP in the group keeps it alive across the first one's detaches. (A driver that
+ * counts the member once refuses the second detach; ib_core then keeps the attachment
+ * and the QP can never be destroyed, not even by closing the device.)
+ */
+static int check_mcast_lids(struct ibv_context *ctx)
+{
+	static const union ibv_gid mgid = { .raw = { 0xff, 0x0e, [15] = 0x45 } };
+	static const uint16_t lids[] = { 0, 0x1234, 0xc001 };
+	struct qp_env e;
+	struct ibv_qp *qp, *other;
+	int ret;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	if (!(qp = make_qp(&e, IBV_QPT_UD, 8, 1)) || walk_to(&e, qp, IBV_QPS_RTS) ||
+	    !(other = make_qp(&e, IBV_QPT_UD, 8, 1)) || walk_to(&e, other, IBV_QPS_RTS))
+		FAIL("UD QPs: %s", strerror(errno));
+	if ((ret = ibv_attach_mcast(other, &mgid, 0)))
+		FAIL("ibv_attach_mcast of the second QP: %s", strerror(ret));
+	for (unsigned int i = 0; i < 3; i++)
+		if ((ret = ibv_attach_mcast(qp, &mgid, lids[i])))
+			FAIL("ibv_attach_mcast LID %#x: %s", lids[i], strerror(ret));
+	for (unsigned int i = 0; i < 3; i++) {
+		if ((ret = ibv_destroy_qp(qp)) != EBUSY)
+			FAIL("destroy with %u attachments: %s, want EBUSY", 3 - i, strerror(ret));
+		if ((ret = ibv_detach_mcast(qp, &mgid, lids[i])))
+			FAIL("ibv_detach_mcast LID %#x: %s", lids[i], strerror(ret));
+	}
+	if ((ret = ibv_detach_mcast(qp, &mgid, 0)) != EINVAL)
+		FAIL("a fourth detach: %s, want EINVAL", strerror(ret));
+	if (ibv_destroy_qp(qp))
+		FAIL("ibv_destroy_qp after the last detach: %s", strerror(errno));
+	if ((ret = ibv_detach_mcast(other, &mgid, 0)))
+		FAIL("ibv_detach_mcast of the second QP: %s", strerror(ret));
+	if (ibv_destroy_qp(other))
+		FAIL("ibv_destroy_qp of the second QP: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /* A process with attached QPs, MRs, MWs and AHs closes the device: all goes. */
 static int check_close_with_all(void)
 {
@@ -1913,6 +1956,7 @@ static const struct check checks[] = {
 	{ "mr", check_mr },
 	{ "mw", check_mw },
 	{ "mcast_busy", check_mcast_busy },
+	{ "mcast_lids", check_mcast_lids },
 	{ "close_with_all", NULL, check_close_with_all },
 	{ "stress", NULL, check_stress },
 	{ "cq_overflow", check_cq_overflow },

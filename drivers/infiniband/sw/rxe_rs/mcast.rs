@@ -9,13 +9,28 @@
 //! link-layer address while the group has members. A datagram to the multicast QP
 //! number (0xffffff) is delivered to every member of the group its destination address
 //! names (see `recv`).
+//!
+//! ib_core attaches a QP once per (GID, LID) pair, while on RoCE the LID means nothing
+//! and a group is its GID alone: a QP attached under several LIDs is one member of the
+//! group, counted once per attach, and leaves it with its last detach. (Counting it
+//! once would refuse the second detach; ib_core would then keep the attachment, and the
+//! QP could never be destroyed.)
+//!
+//! The receive path finds a group by its GID in a tree, under a spinlock, for each
+//! datagram; nothing is allocated under that lock: a group's node is allocated before
+//! it, and a group has room for all its members.
 
 use crate::ib::{
     netdev::NetDevice,
     sync::{new_spinlock_irq, SpinLockIrq},
 };
 use crate::param;
-use kernel::{new_mutex, prelude::*, sync::Mutex};
+use kernel::{
+    new_mutex,
+    prelude::*,
+    rbtree::{RBTree, RBTreeNodeReservation},
+    sync::Mutex,
+};
 
 /// The destination QP number of multicast datagrams.
 pub(crate) const MULTICAST_QPN: u32 = 0xff_ffff;
@@ -23,21 +38,60 @@ pub(crate) const MULTICAST_QPN: u32 = 0xff_ffff;
 /// The most members a group has, and so the most QPs one datagram goes to.
 pub(crate) const MAX_MEMBERS: usize = param::MAX_MCAST_QP_ATTACH as usize;
 
+/// A QP in a group, and how many of its attachments (one per LID) name the group.
+#[derive(Clone, Copy, Default)]
+struct Member {
+    qpn: u32,
+    attached: u32,
+}
+
+/// A group's members, in the order they joined.
 struct Group {
-    gid: [u8; 16],
-    qpns: KVec<u32>,
+    members: [Member; MAX_MEMBERS],
+    len: usize,
+}
+
+impl Group {
+    fn with(qpn: u32) -> Self {
+        let mut members = [Member::default(); MAX_MEMBERS];
+        members[0] = Member { qpn, attached: 1 };
+        Self { members, len: 1 }
+    }
+
+    fn members(&self) -> &[Member] {
+        &self.members[..self.len]
+    }
+
+    fn find(&self, qpn: u32) -> Option<usize> {
+        self.members().iter().position(|m| m.qpn == qpn)
+    }
+}
+
+/// The groups, and the memberships of all of them together.
+struct Groups {
+    tree: RBTree<[u8; 16], Group>,
+    count: usize,
+    memberships: usize,
+}
+
+/// What an attach finds.
+enum Join {
+    /// The QP is a member already, or has become one of an existing group.
+    Done,
+    /// The group does not exist: it is made with the QP as its first member.
+    NewGroup,
 }
 
 /// The device's multicast groups.
 #[pin_data]
 pub(crate) struct McastTable {
     /// Taken by attach and detach, which program the netdev's filter in the order they
-    /// change the groups.
+    /// change the groups; only they change `groups`.
     #[pin]
     changes: Mutex<()>,
     /// The groups, read by the receive path.
     #[pin]
-    groups: SpinLockIrq<KVec<Group>>,
+    groups: SpinLockIrq<Groups>,
 }
 
 /// The Ethernet multicast address frames to the multicast GID `gid` go to (IPv4-mapped
@@ -54,83 +108,89 @@ impl McastTable {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             changes <- new_mutex!(()),
-            groups <- new_spinlock_irq!(KVec::new()),
+            groups <- new_spinlock_irq!(Groups {
+                tree: RBTree::new(),
+                count: 0,
+                memberships: 0,
+            }),
         })
     }
 
-    /// QP `qpn` joins group `gid` (again: nothing changes); the netdev receives the
-    /// group's frames from its first member on.
+    /// QP `qpn` joins group `gid`, or counts one more attachment to it; the netdev
+    /// receives the group's frames from its first member on.
     pub(crate) fn attach(&self, ndev: &NetDevice, gid: &[u8; 16], qpn: u32) -> Result {
         let _changes = self.changes.lock();
-        let created = {
-            let mut groups = self.groups.lock();
-            let total: usize = groups.iter().map(|g| g.qpns.len()).sum();
-            let (i, created) = match groups.iter().position(|g| g.gid == *gid) {
-                Some(i) => (i, false),
-                None => {
-                    if groups.len() >= param::MAX_MCAST_GRP as usize {
-                        return Err(ENOMEM);
-                    }
-                    // Under a spinlock: allocations here may not sleep.
-                    groups.push(
-                        Group {
-                            gid: *gid,
-                            qpns: KVec::new(),
-                        },
-                        GFP_ATOMIC,
-                    )?;
-                    (groups.len() - 1, true)
-                }
-            };
-            let g = &mut groups[i];
-            if g.qpns.contains(&qpn) {
-                return Ok(());
-            }
-            let full =
-                g.qpns.len() >= MAX_MEMBERS || total >= param::MAX_TOTAL_MCAST_QP_ATTACH as usize;
-            let res = if full {
-                Err(ENOMEM)
-            } else {
-                g.qpns.push(qpn, GFP_ATOMIC).map_err(Error::from)
-            };
-            if let Err(e) = res {
-                if groups[i].qpns.is_empty() {
-                    groups.remove(i)?;
-                }
-                return Err(e);
-            }
-            created
-        };
-        if created {
-            if let Err(e) = ndev.mc_add(&mac_of(gid)) {
-                // Without the filter the group would never receive: undo.
+        match self.join(gid, qpn)? {
+            Join::Done => Ok(()),
+            Join::NewGroup => {
+                // Charged to the process, allocated before the lock the receive path takes.
+                let node = RBTreeNodeReservation::new(GFP_KERNEL_ACCOUNT)?;
+                // Without the filter the group would never receive: nothing is made.
+                ndev.mc_add(&mac_of(gid))?;
                 let mut groups = self.groups.lock();
-                if let Some(i) = groups.iter().position(|g| g.gid == *gid) {
-                    groups.remove(i)?;
-                }
-                return Err(e);
+                // `join` checked the limits, and `changes` kept the groups as they were.
+                groups.tree.insert(node.into_node(*gid, Group::with(qpn)));
+                groups.count += 1;
+                groups.memberships += 1;
+                Ok(())
             }
         }
-        Ok(())
     }
 
-    /// QP `qpn` leaves group `gid`; `EINVAL` if it is not a member.
+    /// Adds the attachment to an existing group, or says that a group must be made.
+    fn join(&self, gid: &[u8; 16], qpn: u32) -> Result<Join> {
+        let mut guard = self.groups.lock();
+        let groups = &mut *guard;
+        let all_full = groups.memberships >= param::MAX_TOTAL_MCAST_QP_ATTACH as usize;
+        let Some(group) = groups.tree.get_mut(gid) else {
+            if all_full || groups.count >= param::MAX_MCAST_GRP as usize {
+                return Err(ENOMEM);
+            }
+            return Ok(Join::NewGroup);
+        };
+        if let Some(i) = group.find(qpn) {
+            // At most one attachment per LID, 2^16 of them: the count cannot reach the
+            // limit, and a wrong caller gets an error, not a wrapped count.
+            let m = &mut group.members[i];
+            m.attached = m.attached.checked_add(1).ok_or(ENOMEM)?;
+            return Ok(Join::Done);
+        }
+        if group.len >= MAX_MEMBERS || all_full {
+            return Err(ENOMEM);
+        }
+        group.members[group.len] = Member { qpn, attached: 1 };
+        group.len += 1;
+        groups.memberships += 1;
+        Ok(Join::Done)
+    }
+
+    /// QP `qpn` takes back one attachment to group `gid`, and leaves the group with its
+    /// last; `EINVAL` if it is not a member.
     pub(crate) fn detach(&self, ndev: &NetDevice, gid: &[u8; 16], qpn: u32) -> Result {
         let _changes = self.changes.lock();
         let emptied = {
-            let mut groups = self.groups.lock();
-            let i = groups.iter().position(|g| g.gid == *gid).ok_or(EINVAL)?;
-            let g = &mut groups[i];
-            let j = g.qpns.iter().position(|&q| q == qpn).ok_or(EINVAL)?;
-            g.qpns.remove(j)?;
-            if g.qpns.is_empty() {
-                groups.remove(i)?;
-                true
+            let mut guard = self.groups.lock();
+            let groups = &mut *guard;
+            let group = groups.tree.get_mut(gid).ok_or(EINVAL)?;
+            let i = group.find(qpn).ok_or(EINVAL)?;
+            let m = &mut group.members[i];
+            // A member has at least one attachment: this is its last or not.
+            if m.attached > 1 {
+                m.attached -= 1;
+                return Ok(());
+            }
+            group.members.copy_within(i + 1..group.len, i);
+            group.len -= 1;
+            groups.memberships -= 1;
+            if group.len > 0 {
+                None
             } else {
-                false
+                groups.count -= 1;
+                groups.tree.remove_node(gid)
             }
         };
-        if emptied {
+        // The group's node is freed here, out of the lock.
+        if emptied.is_some() {
             ndev.mc_del(&mac_of(gid));
         }
         Ok(())
@@ -139,11 +199,12 @@ impl McastTable {
     /// Copies the members of group `gid` into `out`; returns how many there are.
     pub(crate) fn members(&self, gid: &[u8; 16], out: &mut [u32; MAX_MEMBERS]) -> usize {
         let groups = self.groups.lock();
-        let Some(g) = groups.iter().find(|g| g.gid == *gid) else {
+        let Some(group) = groups.tree.get(gid) else {
             return 0;
         };
-        let n = g.qpns.len().min(MAX_MEMBERS);
-        out[..n].copy_from_slice(&g.qpns[..n]);
-        n
+        for (o, m) in out.iter_mut().zip(group.members()) {
+            *o = m.qpn;
+        }
+        group.len
     }
 }
