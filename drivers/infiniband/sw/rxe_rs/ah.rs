@@ -74,7 +74,7 @@ impl RxeAh {
             },
             gfp,
         )?;
-        let num = table.insert(&shared)?;
+        let num = table.insert(&shared, gfp)?;
         let ah = Self {
             shared,
             table: table.clone(),

@@ -603,7 +603,7 @@ impl Held {
             }),
             GFP_KERNEL,
         )?;
-        let index = table.insert(&entry)?;
+        let index = table.insert(&entry, GFP_KERNEL)?;
         // Until this store no key matches the entry (0 is never a key: indices start at 1).
         let key = new_key(index);
         entry.key.store(key, Relaxed);

@@ -489,7 +489,7 @@ impl RxeQp {
             dev.qp_table.insert_at(GSI_QPN, &shared)?;
             GSI_QPN
         } else {
-            dev.qp_table.insert(&shared)?
+            dev.qp_table.insert(&shared, GFP_KERNEL)?
         };
         let qp = Self {
             shared,

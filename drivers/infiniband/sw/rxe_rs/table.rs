@@ -3,14 +3,18 @@
 //! Tables of numbered objects: QP numbers, memory keys, address handle numbers.
 //!
 //! Numbers are taken cyclically from a fixed range, so that a number freed is reused as
-//! late as possible (a late packet or a stale key must not find a new object). The
+//! late as possible (a late packet or a stale key must not find a new object). A bitmap
+//! ([`IdPool`]) says which numbers are taken: finding the next free one is a search a
+//! word at a time, however full the table. The bitmap starts small and doubles while
+//! the numbers handed out go past its end, up to the range's size (128 KiB for the 2^20
+//! QP numbers), allocated out of the lock; only then does the search wrap around. The
 //! table holds a reference to each object for lookups by number; the object gives its
 //! number back when it goes.
 //!
-//! Inserting never sleeps (kernel address handles may be created in atomic context):
-//! the object is made beforehand, one spinlock serialises inserters, the xarray
-//! allocates atomically, and the object learns its number ([`Numbered`]) before it is
-//! published.
+//! Inserting sleeps only if the caller's allocation flags allow it (kernel address
+//! handles may be created in atomic context): the object is made beforehand, one
+//! spinlock serialises inserters, the xarray allocates atomically, and the object learns
+//! its number ([`Numbered`]) before it is published.
 //!
 //! Lookups ([`IdTable::get`]) run in any context, packets' softirqs included, so the
 //! table's lock keeps interrupts off and every use of the xarray happens under it (the
@@ -18,6 +22,8 @@
 
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use kernel::{
+    alloc::Flags,
+    id_pool::{IdPool, ReallocRequest},
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
@@ -47,14 +53,57 @@ pub(crate) trait Numbered {
     fn number(&self) -> &Number;
 }
 
+/// Which numbers of a table are taken, as offsets from its first.
+struct Taken {
+    pool: IdPool,
+    /// The offset the next search starts from.
+    next: usize,
+}
+
+/// Where a table's next number comes from.
+enum Search {
+    /// This offset was free and is taken now.
+    Claimed(usize),
+    /// Every offset the bitmap covers from the cursor on is taken: it grows first.
+    Grow(ReallocRequest),
+}
+
+impl Taken {
+    /// Takes the first free offset from `from` on, if it is below `span`.
+    fn claim(&mut self, from: usize, span: usize) -> Option<usize> {
+        let unused = self.pool.find_unused_id(from)?;
+        if unused.as_usize() >= span {
+            return None;
+        }
+        let id = unused.acquire();
+        self.next = if id + 1 == span { 0 } else { id + 1 };
+        Some(id)
+    }
+
+    /// Takes the first free offset below `span` from the cursor on, wrapping around
+    /// only once the bitmap covers the whole range.
+    fn search(&mut self, span: usize) -> Result<Search> {
+        let covered = self.pool.capacity().min(span);
+        if self.next < covered {
+            if let Some(id) = self.claim(self.next, span) {
+                return Ok(Search::Claimed(id));
+            }
+        }
+        if covered < span {
+            return self.pool.grow_request().map(Search::Grow).ok_or(ENOSPC);
+        }
+        self.claim(0, span).map(Search::Claimed).ok_or(ENOSPC)
+    }
+}
+
 /// Objects of type `T` numbered from `first` to `limit - 1`.
 #[pin_data]
 pub(crate) struct IdTable<T: Numbered + Send + Sync + 'static> {
     first: u32,
     limit: u32,
-    /// Where the next search starts; held across every use of `xa`.
+    /// Held across every use of `xa`.
     #[pin]
-    next: SpinLockIrq<u32>,
+    taken: SpinLockIrq<Taken>,
     #[pin]
     xa: XArray<Arc<T>>,
 }
@@ -62,41 +111,61 @@ pub(crate) struct IdTable<T: Numbered + Send + Sync + 'static> {
 impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
     /// A table handing out `first..limit`.
     pub(crate) fn new(first: u32, limit: u32) -> impl PinInit<Self, Error> {
-        let start = first;
         try_pin_init!(Self {
             first,
             limit,
-            next <- new_spinlock_irq!(start),
+            taken <- new_spinlock_irq!(Taken {
+                pool: IdPool::new(),
+                next: 0,
+            }),
             xa <- XArray::new(AllocKind::Alloc),
         })
     }
 
-    /// Gives `obj` a free number and publishes it; returns the number.
-    pub(crate) fn insert(&self, obj: &Arc<T>) -> Result<u32> {
-        let mut next = self.next.lock();
-        let span = self.limit - self.first;
-        let free = (0..span)
-            .map(|i| self.first + (*next - self.first + i) % span)
-            .find(|&n| self.xa.lock().get(n as usize).is_none())
-            .ok_or(ENOSPC)?;
-        // ORDERING: The xarray's lock orders this before the object can be looked up.
-        obj.number().0.store(free, Relaxed);
-        self.xa
-            .lock()
-            .store(free as usize, obj.clone(), GFP_ATOMIC)
-            .map_err(|e| e.error)?;
-        *next = if free + 1 == self.limit {
-            self.first
-        } else {
-            free + 1
-        };
-        Ok(free)
+    /// The table's offset of number `n`, if `n` is in its cyclic range.
+    fn offset(&self, n: u32) -> Option<usize> {
+        (self.first..self.limit)
+            .contains(&n)
+            .then(|| (n - self.first) as usize)
+    }
+
+    /// Gives `obj` a free number and publishes it; returns the number. Allocates with
+    /// `flags` when the bitmap grows (at most once per doubling of the numbers in use).
+    pub(crate) fn insert(&self, obj: &Arc<T>, flags: Flags) -> Result<u32> {
+        let span = (self.limit - self.first) as usize;
+        loop {
+            let request = {
+                let mut taken = self.taken.lock();
+                match taken.search(span)? {
+                    Search::Claimed(id) => {
+                        // `id < span`, so the number is below `limit`: a `u32`.
+                        let n = self.first + id as u32;
+                        // ORDERING: The xarray's lock orders this before the object can
+                        // be looked up.
+                        obj.number().0.store(n, Relaxed);
+                        let stored = self.xa.lock().store(n as usize, obj.clone(), GFP_ATOMIC);
+                        if let Err(e) = stored {
+                            taken.pool.release_id(id);
+                            return Err(e.error);
+                        }
+                        return Ok(n);
+                    }
+                    Search::Grow(request) => request,
+                }
+            };
+            let resizer = request.realloc(flags)?;
+            // Another inserter may have grown it meanwhile: then this one is dropped.
+            self.taken.lock().pool.grow(resizer);
+        }
     }
 
     /// Publishes `obj` under the fixed number `n`, outside the cyclic range (a special
     /// QP's); fails with `EBUSY` when `n` is taken.
     pub(crate) fn insert_at(&self, n: u32, obj: &Arc<T>) -> Result {
-        let _next = self.next.lock();
+        if self.offset(n).is_some() {
+            return Err(EINVAL);
+        }
+        let _taken = self.taken.lock();
         if self.xa.lock().get(n as usize).is_some() {
             return Err(EBUSY);
         }
@@ -110,20 +179,23 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
 
     /// Forgets the object numbered `n`.
     pub(crate) fn remove(&self, n: u32) {
-        let next = self.next.lock();
+        let mut taken = self.taken.lock();
         let gone = self.xa.lock().remove(n as usize);
-        drop(next);
+        if let Some(id) = self.offset(n).filter(|_| gone.is_some()) {
+            taken.pool.release_id(id);
+        }
+        drop(taken);
         // The object may go with the table's reference: not under the lock.
         drop(gone);
     }
 
     /// The object numbered `n`, if there is one.
     pub(crate) fn get(&self, n: u32) -> Option<Arc<T>> {
-        let next = self.next.lock();
-        // The xarray's guard is a temporary of this statement, so it goes before `next`
+        let taken = self.taken.lock();
+        // The xarray's guard is a temporary of this statement, so it goes before `taken`
         // restores the interrupts (a guard in the tail expression would outlive it).
         let found = self.xa.lock().get(n as usize).map(Arc::from);
-        drop(next);
+        drop(taken);
         found
     }
 }
