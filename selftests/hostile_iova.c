@@ -512,16 +512,6 @@ static int still_works(struct env *e)
 	return pair_close(&p);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
-		return -1;
-	return a.qp_state;
-}
-
 /*
  * Whether `qp` is in the error state within `ms` milliseconds (a driver may complete
  * the failed WQE just before it moves the QP).

@@ -138,14 +138,6 @@ static struct ibv_qp *rc_self(struct env *e)
 	return qp;
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? (enum ibv_qp_state)-1 : a.qp_state;
-}
-
 static double now(void)
 {
 	struct timespec t;
@@ -173,34 +165,6 @@ static int poll_for(struct ibv_cq *cq, struct ibv_wc *wc, int max, int ms)
 		}
 	}
 	return n;
-}
-
-/*
- * The 8-byte aligned word `magic` in one of this process's mappings of the device file
- * (past the ring header), or NULL.
- */
-static uint8_t *find_in_rings(uint64_t magic)
-{
-	char line[512];
-	uint8_t *at = NULL;
-	FILE *f = fopen("/proc/self/maps", "r");
-
-	if (!f)
-		return NULL;
-	while (!at && fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
-
-		if (!strstr(line, "/dev/infiniband/uverbs") ||
-		    sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
-		for (unsigned long a = start + 384; a + 8 <= end; a += 8)
-			if (*(volatile uint64_t *)a == magic) {
-				at = (uint8_t *)a;
-				break;
-			}
-	}
-	fclose(f);
-	return at;
 }
 
 /* ---- Two processes ---- */

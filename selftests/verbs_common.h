@@ -12,6 +12,7 @@
 #define RXE_RS_VERBS_COMMON_H
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <infiniband/verbs.h>
@@ -63,6 +64,44 @@ static inline int roce_v2_gid_like(struct ibv_context *ctx, const uint8_t *want,
 		}
 	}
 	return -1;
+}
+
+/* The QP's state, or -1 if it cannot be queried. */
+static inline enum ibv_qp_state qp_state(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr i;
+
+	return ibv_query_qp(qp, &a, IBV_QP_STATE, &i) ? (enum ibv_qp_state)-1 : a.qp_state;
+}
+
+/*
+ * The 8-byte aligned word `magic` in one of this process's mappings of the device file
+ * (past librxe's 384-byte ring header), or NULL: how a check finds a WQE it posted in
+ * the ring it means to write into.
+ */
+static inline uint8_t *find_in_rings(uint64_t magic)
+{
+	char line[512];
+	uint8_t *at = NULL;
+	FILE *f = fopen("/proc/self/maps", "r");
+
+	if (!f)
+		return NULL;
+	while (!at && fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+
+		if (!strstr(line, "/dev/infiniband/uverbs") ||
+		    sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		for (unsigned long a = start + 384; a + 8 <= end; a += 8)
+			if (*(volatile uint64_t *)a == magic) {
+				at = (uint8_t *)a;
+				break;
+			}
+	}
+	fclose(f);
+	return at;
 }
 
 static int run_check(int argc, char **argv, const struct check *checks)

@@ -436,16 +436,6 @@ static int to_state(struct qp_env *e, struct ibv_qp *qp, enum ibv_qp_state s)
 	return ibv_modify_qp(qp, &a, mask);
 }
 
-static enum ibv_qp_state qp_state(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a;
-	struct ibv_qp_init_attr i;
-
-	if (ibv_query_qp(qp, &a, IBV_QP_STATE, &i))
-		return -1;
-	return a.qp_state;
-}
-
 /* Walks a QP from RESET to `last` along the normal path; SQD goes through RTS. */
 static int walk_to(struct qp_env *e, struct ibv_qp *qp, enum ibv_qp_state last)
 {
@@ -1848,9 +1838,7 @@ static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	struct ibv_wc wc[8];
-	char line[512];
-	uint8_t *wqe = NULL;
-	FILE *f;
+	uint8_t *wqe;
 	int n, ret;
 
 	if (env_open(ctx, &e, 0))
@@ -1863,22 +1851,7 @@ static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
 	/* In INIT the doorbell fails; the WQE stays in the ring. */
 	ibv_post_send(qp, &wr, &bad);
-	if (!(f = fopen("/proc/self/maps", "r")))
-		FAIL("maps: %s", strerror(errno));
-	while (!wqe && fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
-
-		if (!strstr(line, "/dev/infiniband/uverbs") ||
-		    sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
-		for (unsigned long a = start + 384; a + 8 <= end; a += 8)
-			if (*(volatile uint64_t *)a == magic) {
-				wqe = (uint8_t *)a;
-				break;
-			}
-	}
-	fclose(f);
-	if (!wqe)
+	if (!(wqe = find_in_rings(magic)))
 		FAIL("the posted WQE is not in any ring mapping");
 	/* Offsets of struct rxe_send_wqe (include/uapi/rdma/rdma_user_rxe.h). */
 	uint32_t *opcode = (uint32_t *)(wqe + 12), *flags = (uint32_t *)(wqe + 16);
