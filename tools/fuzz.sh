@@ -20,11 +20,7 @@ out=$TOP_DIR/build/fuzz-run
 share=$TOP_DIR/build/share-debug
 mkdir -p "$out"
 prepare_base
-stage_start "debug kernel and module"
-"$TOOLS_DIR/build-kernel.sh" debug >/dev/null
-"$TOOLS_DIR/build-module.sh" debug >/dev/null
-make_share debug
-stage_end
+prepare_debug
 
 # The guest (one TCG thread) and libFuzzer (one process) take a core each.
 stage_start "verbs fuzzer ${secs} s and failslab, debug kernel; packet parser ${psecs} s alongside"

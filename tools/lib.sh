@@ -63,6 +63,16 @@ make_share() {
 	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
 }
 
+# The debug kernel, rxe_rs built for it and the debug guest's share, as one stage (make
+# fuzz, make stress).
+prepare_debug() {
+	stage_start "debug kernel and module"
+	"$TOOLS_DIR/build-kernel.sh" debug >/dev/null
+	"$TOOLS_DIR/build-module.sh" debug >/dev/null
+	make_share debug
+	stage_end
+}
+
 die() {
 	printf 'error: %s\n' "$*" >&2
 	exit 1

@@ -12,11 +12,7 @@ out=$TOP_DIR/build/stress
 share=$TOP_DIR/build/share-debug
 mkdir -p "$out"
 prepare_base
-stage_start "debug kernel and module"
-"$TOOLS_DIR/build-kernel.sh" debug >/dev/null
-"$TOOLS_DIR/build-module.sh" debug >/dev/null
-make_share debug
-stage_end
+prepare_debug
 
 stage_start "every-object loop, $rounds rounds, debug kernel"
 echo "cd /mnt/host && STRESS_ROUNDS=$rounds VERBOSE=1 ONLY='^every_object_loop' sh sanitized.sh" > "$out/cmd.sh"
