@@ -462,6 +462,32 @@ def storm(args):
     if not quiet:
         print("FAIL: the device kept sending responses")
         sys.exit(1)
+    if npsn >= 3:
+        mid_read(peer, qpn, p, rkey, va, length, npsn)
+
+
+def mid_read(peer, qpn, p, rkey, va, length, npsn):
+    """A requester that lost the last responses of a READ asks for the rest again, from
+    the first it lost: the answer goes on at that PSN with MIDDLE... and LAST (what
+    rxe's requester takes there), not a new FIRST."""
+    peer.rx.setblocking(False)
+    try:
+        while peer.rx.recv(65536):
+            pass
+    except BlockingIOError:
+        pass
+    peer.rx.setblocking(True)
+    k = npsn - 3
+    q = (p + k) % PSN_MOD
+    peer.put(bth(0x0C, qpn, q, ack=True) + reth(va + k * MTU, rkey, length - k * MTU))
+    got = [(x.psn, x.opcode) for x in peer.take(10, until=lambda ps: len(ps) >= 3)
+           if 0x0D <= x.opcode <= 0x10]
+    want = [(q, 0x0E), ((q + 1) % PSN_MOD, 0x0E), ((q + 2) % PSN_MOD, 0x0F)]
+    show = ", ".join(f"{RESPONSES.get(o, hex(o))} PSN {n:#x}" for n, o in got) or "nothing"
+    print(f"READ asked again from its response {k} of {npsn}: {show}")
+    if got != want:
+        print("FAIL: want READ RESPONSE MIDDLE, MIDDLE, LAST from the PSN asked for")
+        sys.exit(1)
 
 
 def pkey(args):

@@ -88,10 +88,9 @@ pub(crate) struct Resource {
     first_psn: u32,
     last_psn: u32,
     answer: Answer,
-    /// What is still to be sent of the answer: the next PSN, and the PSN the answer
-    /// started from (the first, or a later one when the requester asks again for what
-    /// it lost: the responses then start there, with a FIRST). `None` once sent.
-    todo: Option<(u32, u32)>,
+    /// The PSN of the next response still to be sent of the answer (the first, or a
+    /// later one when the requester asks again for what it lost); `None` once sent.
+    todo: Option<u32>,
 }
 
 /// The responder's state of a connected QP.
@@ -204,7 +203,7 @@ impl RespState {
             return;
         };
         let first = r.first_psn;
-        if r.todo.is_some_and(|(next, _)| psn::diff(p, next) >= 0) {
+        if r.todo.is_some_and(|next| psn::diff(p, next) >= 0) {
             // On its way from `p` or before.
             return;
         }
@@ -220,7 +219,7 @@ impl RespState {
             Some(_) => {}
             None => self.cur = Some(i),
         }
-        self.res[i].todo = Some((p, p));
+        self.res[i].todo = Some(p);
     }
 
     /// The answer of the current resource is sent: the next one in PSN order follows.
@@ -317,10 +316,12 @@ pub(crate) fn next_response(
     let Some(i) = inner.resp.cur else {
         return Next::Idle;
     };
-    let Some((p, start, first_psn, last_psn, answer)) = inner.resp.res.get(i).and_then(|r| {
-        let (p, start) = r.todo?;
-        Some((p, start, r.first_psn, r.last_psn, r.answer))
-    }) else {
+    let Some((p, first_psn, last_psn, answer)) = inner
+        .resp
+        .res
+        .get(i)
+        .and_then(|r| Some((r.todo?, r.first_psn, r.last_psn, r.answer)))
+    else {
         inner.resp.next_answer();
         return Next::Lost;
     };
@@ -341,8 +342,11 @@ pub(crate) fn next_response(
     let k = p.wrapping_sub(first_psn) & PSN_MASK;
     let at = u64::from(k) * u64::from(mtu);
     let payload = (u64::from(len) - at.min(u64::from(len))).min(u64::from(mtu)) as usize;
-    // The responses to one request go FIRST, MIDDLE..., LAST, or ONLY.
-    let opcode = match (p == start, p == last_psn) {
+    // The responses to one request go FIRST, MIDDLE..., LAST, or ONLY. An answer asked
+    // for again from a later PSN (after a lost response) goes on from there with MIDDLE
+    // and LAST, as rxe's does: its requester, which asks again from the PSN it lost,
+    // takes nothing else there.
+    let opcode = match (p == first_psn, p == last_psn) {
         (true, true) => 0x10,
         (true, false) => 0x0d,
         (false, true) => 0x0f,
@@ -399,7 +403,7 @@ pub(crate) fn next_response(
     if last {
         inner.resp.next_answer();
     } else if let Some(r) = inner.resp.res.get_mut(i) {
-        r.todo = Some((psn::add(p, 1), start));
+        r.todo = Some(psn::add(p, 1));
     }
     built.map_or(Next::Lost, Next::Packet)
 }
