@@ -849,9 +849,14 @@ impl RxeQp {
                 Step::Idle | Step::Backlog => break,
             }
         }
-        // Packets await acknowledgement: check on them when the timeout runs out.
+        // Packets await acknowledgement: check on them when the timeout runs out. Not
+        // for a dead QP: its destroy may have stopped the timer already (from the QP's
+        // work item, a run goes on while the destroy cancels the timer).
         if let Some(ms) = timeout {
-            dev.wq.run_after(shared, ms);
+            let inner = shared.inner.lock();
+            if !inner.dead {
+                dev.wq.run_after(shared, ms);
+            }
         }
     }
 
