@@ -17,23 +17,24 @@
  * the ring's producer index again after each WQE keeps that one call in the kernel for
  * as long as the other thread posts. Both threads poll the CQ; neither the ring nor the
  * CQ can fill (see BATCH).
- * Asserts: the longest ibv_post_send call returns within BUDGET_CALL_MS (3000, well
- * below the 5 s the posting lasts, which an unbounded requester keeps one call for:
- * under TCG on a busy host the whole guest stops for half a second at times, a call on
- * rxe was seen to take 0.75 s then and one on rxe_rs 1.8 s, preempted by the work
- * item that goes on with its QP's work; the 99th percentile is printed too), every
- * signaled WR completes (within BUDGET_DRAIN_S, 60, after the posting), in order and
- * successfully, and no CPU was held for longer than BUDGET_GAP_MS (1000) while another
- * ran (see the tickers).
+ * Asserts: the longest ibv_post_send call, less the times the whole guest was stopped
+ * meanwhile (see note_tick), returns within BUDGET_CALL_MS (3000, well below the 5 s
+ * the posting lasts, which an unbounded requester keeps one call for: a call on rxe
+ * was seen to take 0.75 s on a busy host, and one on rxe_rs 1.8 s, preempted by the
+ * work item that went on with its QP's work at nice -20; the 99th percentile is printed
+ * too), every signaled WR completes (within BUDGET_DRAIN_S, 60, after the posting), in
+ * order and successfully, and no CPU was held for longer than BUDGET_GAP_MS (1000)
+ * while another ran (see the tickers).
  *
  * big_read: one RDMA READ of BUDGET_READ_MB MiB (256) through an RC QP connected to
  * itself, the data checked against the pattern it was read from, while another RC QP
  * of the device ping-pongs 64-byte SENDs with itself, from the READ's post to 3 s after
  * its completion (work left behind, such as responses to a retried request, must not
  * starve it either). Asserts: the READ completes within BUDGET_READ_S (300) with the
- * data right, every ping-pong round trip takes at most BUDGET_RTT_MS (2000), and no CPU
- * was held longer than BUDGET_GAP_MS while another ran. The guest has 2 GiB: the two
- * buffers of 256 MiB fit, pinned, with room for the packets in flight.
+ * data right, every ping-pong round trip takes at most BUDGET_RTT_MS (2000; less the
+ * guest's stops, as above), and no CPU was held longer than BUDGET_GAP_MS while another
+ * ran. The guest has 2 GiB: the two buffers of 256 MiB fit, pinned, with room for the
+ * packets in flight.
  *
  * Tickers: a thread pinned to each CPU, SCHED_FIFO when allowed, wakes every 10 ms and
  * records the longest time between two wakeups, and the longest such gap during which
@@ -94,16 +95,35 @@ static void arm_alarm(double seconds)
 
 /* ---- Durations ---- */
 
+/* A call or round trip longer than PAUSE_MS, kept to take the guest's stops out. */
+struct slow {
+	double t0, t1;
+};
+
+/* Longer than the 100 ms turns TCG gives each CPU of the guest. */
+enum { PAUSE_MS = 250, MAX_SLOW = 256 };
+
 struct samples {
 	float *v;
 	size_t n, cap;
-	double max;
+	/* The longest of all, of those up to PAUSE_MS, and of the longer ones not kept. */
+	double max, max_short, max_unkept;
+	struct slow slow[MAX_SLOW];
+	int n_slow;
 };
 
-static void sample_add(struct samples *s, double sec)
+static void sample_add(struct samples *s, double t0, double t1)
 {
+	double sec = t1 - t0;
+
 	if (sec > s->max)
 		s->max = sec;
+	if (sec <= PAUSE_MS / 1e3 && sec > s->max_short)
+		s->max_short = sec;
+	else if (sec > PAUSE_MS / 1e3 && s->n_slow < MAX_SLOW)
+		s->slow[s->n_slow++] = (struct slow){ t0, t1 };
+	else if (sec > s->max_unkept)
+		s->max_unkept = sec;
 	if (!s->v && !(s->v = malloc((s->cap = 1 << 20) * sizeof(*s->v))))
 		s->cap = 0;
 	if (s->n < s->cap)
@@ -163,6 +183,72 @@ static atomic_int tick_stop;
 static atomic_long ticks[MAX_CPUS];
 
 /*
+ * Stops of the whole guest: times longer than PAUSE_MS in which no CPU ticked. Under
+ * TCG a busy host stops the guest for seconds at times (every CPU's ticker gaps at
+ * once, up to 19 s seen); a call or round trip that spans such a stop is judged on its
+ * duration without it. Both CPUs held in a bottom half at once would look the same:
+ * the RCU stall detector and the held-CPU bound are there for that.
+ */
+enum { MAX_PAUSES = 4096 };
+static struct slow pauses[MAX_PAUSES];
+static int n_pauses;
+static double last_tick;
+static pthread_mutex_t pause_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void note_tick(double t1)
+{
+	pthread_mutex_lock(&pause_lock);
+	if (last_tick && t1 - last_tick > PAUSE_MS / 1e3 && n_pauses < MAX_PAUSES)
+		pauses[n_pauses++] = (struct slow){ last_tick, t1 };
+	if (t1 > last_tick)
+		last_tick = t1;
+	pthread_mutex_unlock(&pause_lock);
+}
+
+/* How much of [t0, t1] the guest was stopped. */
+static double stopped_in(double t0, double t1)
+{
+	double sum = 0;
+
+	pthread_mutex_lock(&pause_lock);
+	for (int i = 0; i < n_pauses; i++) {
+		double a = pauses[i].t0 > t0 ? pauses[i].t0 : t0;
+		double b = pauses[i].t1 < t1 ? pauses[i].t1 : t1;
+
+		if (b > a)
+			sum += b - a;
+	}
+	pthread_mutex_unlock(&pause_lock);
+	return sum;
+}
+
+/* The longest of `s` with the guest's stops taken out. */
+static double longest_running(const struct samples *s)
+{
+	double worst = s->max_short > s->max_unkept ? s->max_short : s->max_unkept;
+
+	for (int i = 0; i < s->n_slow; i++) {
+		double d = s->slow[i].t1 - s->slow[i].t0 -
+			   stopped_in(s->slow[i].t0, s->slow[i].t1);
+
+		if (d > worst)
+			worst = d;
+	}
+	return worst;
+}
+
+static double guest_stopped(void)
+{
+	double sum = 0;
+
+	pthread_mutex_lock(&pause_lock);
+	for (int i = 0; i < n_pauses; i++)
+		sum += pauses[i].t1 - pauses[i].t0;
+	pthread_mutex_unlock(&pause_lock);
+	return sum;
+}
+
+/*
  * A gap of one CPU's ticker during which another CPU's ticker ticked n times is a time
  * of at least (n - 1) ticks that this CPU alone could not run its ticker: the machine as
  * a whole was not paused (under TCG, by a busy host) but this CPU was held.
@@ -190,6 +276,7 @@ static void *tick_run(void *arg)
 			seen[i] = atomic_load(&ticks[i]);
 		nanosleep(&ts, NULL);
 		t1 = now();
+		note_tick(t1);
 		atomic_fetch_add(&ticks[t - tickers], 1);
 		for (int i = 0; i < n_tickers; i++)
 			if (&tickers[i] != t && atomic_load(&ticks[i]) - seen[i] > most)
@@ -208,6 +295,8 @@ static void tickers_start(void)
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 
 	atomic_store(&tick_stop, 0);
+	n_pauses = 0;
+	last_tick = 0;
 	n_tickers = cpus < MAX_CPUS ? cpus : MAX_CPUS;
 	for (int c = 0; c < n_tickers; c++) {
 		tickers[c] = (struct ticker){ .cpu = c };
@@ -241,6 +330,8 @@ static double tickers_stop(void)
 		if (tickers[i].max_alone > worst)
 			worst = tickers[i].max_alone;
 	}
+	fprintf(stderr, "the whole guest stopped %d times, %.1f s in all\n", n_pauses,
+		guest_stopped());
 	return worst;
 }
 
@@ -531,7 +622,7 @@ static void *poster_run(void *arg)
 		}
 		t0 = now();
 		ret = post_lists(p, 1, wr, sge);
-		sample_add(&p->calls, now() - t0);
+		sample_add(&p->calls, t0, now());
 		if (ret) {
 			feed_fail(f, "ibv_post_send: %s", strerror(abs(ret)));
 			break;
@@ -540,8 +631,15 @@ static void *poster_run(void *arg)
 	return NULL;
 }
 
-static long lists_posted(struct feed *f) { return atomic_load(&f->posted[0]) + atomic_load(&f->posted[1]); }
-static long lists_done(struct feed *f) { return atomic_load(&f->done[0]) + atomic_load(&f->done[1]); }
+static long lists_posted(struct feed *f)
+{
+	return atomic_load(&f->posted[0]) + atomic_load(&f->posted[1]);
+}
+
+static long lists_done(struct feed *f)
+{
+	return atomic_load(&f->done[0]) + atomic_load(&f->done[1]);
+}
 
 static int feed(struct ibv_context *ctx, enum feed_kind kind)
 {
@@ -569,7 +667,8 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	if (posix_memalign((void **)&f.buf, 4096, BUF))
 		FAIL("no memory");
 	memset(f.buf, 0x5a, BUF);
-	if (!(f.pd = ibv_alloc_pd(ctx)) || !(f.cq = ibv_create_cq(ctx, 2 * DEPTH_OF[kind] / BATCH, NULL, NULL, 0)) ||
+	if (!(f.pd = ibv_alloc_pd(ctx)) ||
+	    !(f.cq = ibv_create_cq(ctx, 2 * DEPTH_OF[kind] / BATCH, NULL, NULL, 0)) ||
 	    !(f.mr = ibv_reg_mr(f.pd, f.buf, BUF, access)) ||
 	    !(f.qp = make_qp(f.pd, f.cq, f.cq, type, DEPTH_OF[kind], 1)) ||
 	    qp_rtr(f.qp, &gid, gid_index))
@@ -638,12 +737,6 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 		ret = 1;
 	}
 	for (int i = 0; i < 2; i++)
-		if (p[i].calls.max * 1e3 > call_ms) {
-			fprintf(stderr, "an ibv_post_send call took %.1f ms (bound %.0f ms)\n",
-				p[i].calls.max * 1e3, call_ms);
-			ret = 1;
-		}
-	for (int i = 0; i < 2; i++)
 		for (int k = 0; k < SETS * MWS; k++)
 			if (p[i].mw[k / MWS][k % MWS] && ibv_dealloc_mw(p[i].mw[k / MWS][k % MWS]))
 				FAIL("ibv_dealloc_mw: %s", strerror(errno));
@@ -656,6 +749,16 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 		fprintf(stderr, "a CPU was held for %.0f ms while another ran (bound %.0f ms)\n",
 			gap * 1e3, gap_ms);
 		ret = 1;
+	}
+	for (int i = 0; i < 2; i++) {
+		double d = longest_running(&p[i].calls);
+
+		fprintf(stderr, "thread %d: longest call while the guest ran %.1f ms\n", i, d * 1e3);
+		if (d * 1e3 > call_ms) {
+			fprintf(stderr, "an ibv_post_send call took %.1f ms (bound %.0f ms)\n",
+				d * 1e3, call_ms);
+			ret = 1;
+		}
 	}
 	free(f.buf);
 	free(p[0].calls.v);
@@ -733,7 +836,7 @@ static void *pingpong_run(void *arg)
 				return NULL;
 			}
 		}
-		sample_add(&pp->rtt, now() - t0);
+		sample_add(&pp->rtt, t0, now());
 		usleep(1000);
 	}
 	return NULL;
@@ -823,11 +926,6 @@ static int check_big_read(struct ibv_context *ctx)
 		fprintf(stderr, "%s\n", pp.why);
 		ret = 1;
 	}
-	if (pp.rtt.max * 1e3 > rtt_ms) {
-		fprintf(stderr, "a ping-pong round trip took %.1f ms (bound %.0f ms)\n",
-			pp.rtt.max * 1e3, rtt_ms);
-		ret = 1;
-	}
 	if (ibv_destroy_qp(qp) || ibv_destroy_qp(pp.qp) || ibv_dereg_mr(src_mr) ||
 	    ibv_dereg_mr(dst_mr) || ibv_dereg_mr(pp.mr) || ibv_destroy_cq(cq) ||
 	    ibv_destroy_cq(pcq) || ibv_destroy_cq(prcq) || ibv_dealloc_pd(pd))
@@ -836,6 +934,13 @@ static int check_big_read(struct ibv_context *ctx)
 	if (gap * 1e3 > gap_ms) {
 		fprintf(stderr, "a CPU was held for %.0f ms while another ran (bound %.0f ms)\n",
 			gap * 1e3, gap_ms);
+		ret = 1;
+	}
+	fprintf(stderr, "longest ping-pong round trip while the guest ran %.1f ms\n",
+		longest_running(&pp.rtt) * 1e3);
+	if (longest_running(&pp.rtt) * 1e3 > rtt_ms) {
+		fprintf(stderr, "a ping-pong round trip took %.1f ms (bound %.0f ms)\n",
+			longest_running(&pp.rtt) * 1e3, rtt_ms);
 		ret = 1;
 	}
 	munmap(src, len);
