@@ -26,6 +26,10 @@
  *   FUZZ_ONLY      comma-separated operation names: only these run (to narrow a
  *                  finding down; the names are those of the summary lines)
  *   FUZZ_EXCEPT    comma-separated operation names that do not run
+ *   FUZZ_MAX_QUEUES 1: ask for queues of the device's largest size too (0: at most
+ *                  64 Ki entries). Off by default: queue memory is vmalloc that no
+ *                  cgroup or rlimit is charged for, and two UD QPs of 2^20 entries
+ *                  take 1.3 GB, after which the OOM killer kills other processes.
  *   FUZZ_MCAST_LIDS 1: attach to multicast groups with random LIDs too (0: LID 0
  *                  only). Off by default: attaching one QP to one group under two
  *                  LIDs makes both rxe and rxe_rs refuse the second detach, and the QP
@@ -90,7 +94,7 @@
 static struct {
 	double seconds, stall;
 	long ops;
-	int procs, rings, hostile, kill, racer;
+	int procs, rings, hostile, kill, racer, max_queues;
 	const char *trace, *only, *except;
 	int mcast_lids;
 	uint64_t seed;
@@ -820,10 +824,15 @@ static uint32_t wr_count(uint32_t max)
 	case 0: return 0;
 	case 1: return max + 1 + rnd(2) * 1000000;
 	case 2:
-		/* At most two of the largest per process: each takes seconds to clear. */
+		/*
+		 * At most two of the largest per process: each takes seconds to clear. The
+		 * largest is 64 Ki unless FUZZ_MAX_QUEUES: a few of the device's own largest
+		 * (2^20) take the guest's memory, and the OOM killer then kills processes
+		 * that made none of it.
+		 */
 		if (chance(5) && S.big < 2) {
 			S.big++;
-			return max;
+			return cfg.max_queues || max < 65536 ? max : 65536;
 		}
 		return 1 + rnd(max < 1024 ? max : 1024);
 	default: return 1 + rnd(32);
@@ -2290,6 +2299,7 @@ int main(int argc, char **argv)
 	cfg.hostile = env_num("FUZZ_HOSTILE", 1);
 	cfg.kill = env_num("FUZZ_KILL", 1);
 	cfg.racer = env_num("FUZZ_RACER", 1);
+	cfg.max_queues = env_num("FUZZ_MAX_QUEUES", 0);
 	cfg.stall = env_num("FUZZ_STALL", 10);
 	cfg.trace = getenv("FUZZ_TRACE");
 	cfg.only = getenv("FUZZ_ONLY");
