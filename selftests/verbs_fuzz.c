@@ -21,6 +21,9 @@
  *                  to the error, reset or drain states by handle, racing the first (1)
  *   FUZZ_STALL     seconds after which one verb call counts as a stall (10)
  *   FUZZ_GRACE     seconds the processes have to end after the run (60 + 2 stalls)
+ *   FUZZ_UNPLUG    seconds: then `rdma link delete` removes the second device under
+ *                  the processes using it (0: never). They must see their verbs fail
+ *                  and still end; the delete must return within FUZZ_GRACE.
  *   FUZZ_TRACE     file: every operation is appended to it before it runs (for a
  *                  crash: the last lines name what the kernel was given)
  *   FUZZ_ONLY      comma-separated operation names: only these run (to narrow a
@@ -95,6 +98,7 @@ static struct {
 	double seconds, stall;
 	long ops;
 	int procs, rings, hostile, kill, racer, max_queues;
+	double unplug;
 	const char *trace, *only, *except;
 	int mcast_lids;
 	uint64_t seed;
@@ -2281,7 +2285,9 @@ int main(int argc, char **argv)
 {
 	pid_t pids[MAXP];
 	int status[MAXP], done[MAXP] = {}, bad = 0, victim = -1;
-	double t0, kill_at = 0, deadline, grace;
+	double t0, kill_at = 0, deadline, grace, unplug_t = 0;
+	pid_t unplug_pid = 0;
+	int ust;
 	char *list;
 
 	if (argc < 2 || argc > 3) {
@@ -2300,6 +2306,7 @@ int main(int argc, char **argv)
 	cfg.kill = env_num("FUZZ_KILL", 1);
 	cfg.racer = env_num("FUZZ_RACER", 1);
 	cfg.max_queues = env_num("FUZZ_MAX_QUEUES", 0);
+	cfg.unplug = env_num("FUZZ_UNPLUG", 0);
 	cfg.stall = env_num("FUZZ_STALL", 10);
 	cfg.trace = getenv("FUZZ_TRACE");
 	cfg.only = getenv("FUZZ_ONLY");
@@ -2355,12 +2362,28 @@ int main(int argc, char **argv)
 	/* The grace: the last operation and the teardown, each of which may be slow. */
 	grace = env_num("FUZZ_GRACE", 60 + 2 * cfg.stall);
 	deadline = t0 + cfg.seconds + grace;
-	for (int left = cfg.procs; left > 0 && now() < deadline;) {
+	for (int left = cfg.procs; (left > 0 || unplug_pid > 0) && now() < deadline;) {
 		for (int p = 0; p < cfg.procs; p++)
 			if (!done[p] && waitpid(pids[p], &status[p], WNOHANG) == pids[p]) {
 				done[p] = 1;
 				left--;
 			}
+		if (cfg.unplug > 0 && ndev > 1 && !unplug_pid && now() - t0 > cfg.unplug) {
+			fprintf(stderr, "deleting %s after %.0f s\n", devs[1], now() - t0);
+			unplug_t = now();
+			unplug_pid = fork();
+			if (!unplug_pid) {
+				execlp("rdma", "rdma", "link", "delete", devs[1], (char *)NULL);
+				_exit(127);
+			}
+		}
+		if (unplug_pid > 0 && waitpid(unplug_pid, &ust, WNOHANG) == unplug_pid) {
+			fprintf(stderr, "rdma link delete %s: exit %d after %.1f s\n", devs[1],
+				WIFEXITED(ust) ? WEXITSTATUS(ust) : -1, now() - unplug_t);
+			if (!WIFEXITED(ust) || WEXITSTATUS(ust))
+				bad = 1;
+			unplug_pid = -1;
+		}
 		if (victim >= 0 && now() - t0 > kill_at) {
 			if (!done[victim]) {
 				fprintf(stderr, "killing process %d after %.0f s\n", victim, now() - t0);
@@ -2393,8 +2416,14 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	if (unplug_pid > 0) {
+		fprintf(stderr, "HANG: rdma link delete %s did not return in %.0f s\n", devs[1],
+			now() - unplug_t);
+		show_stuck(unplug_pid);
+		bad = 1;
+	}
 	fprintf(stderr, "all processes ended %.1f s after the start\n", now() - t0);
-	for (int d = 0; d < ndev; d++)
+	for (int d = 0; d < (unplug_pid ? 1 : ndev); d++)
 		if (selfcheck(d))
 			bad = 1;
 	fprintf(stderr, "verbs_fuzz: seed %llu: %s\n", (unsigned long long)cfg.seed, bad ? "FAILED" : "ok");
