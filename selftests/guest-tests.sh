@@ -347,7 +347,8 @@ t_budget_big_read() { hb big_read; }
 # a peer namespace, alternately, and write into their mapped rings; all must end in
 # time, memory no key opens for writing must not change, and afterwards both devices
 # move data, an RC ping-pong runs, and the kernel logged no BUG, WARNING, KASAN, lockdep,
-# soft lockup, RCU stall or hung task. FUZZ_SEED replays a run (the log's first line).
+# soft lockup, RCU stall, hung task or OOM kill. FUZZ_SEED replays a run (the log's
+# first line).
 # C rxe oopses within seconds even with the rings left alone and the opcodes within the
 # verbs' enum (a NULL pointer dereference in rxe_invalidate_mw() from its requester), so
 # it does not run there; FUZZ_ON_RXE=1 runs it anyway, in that reduced form.
@@ -356,7 +357,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 # The kernel's reports in a log on standard input (not the names of lockdep's functions
 # in stack traces, which an allocation failure's warning shows).
 kernel_reports() {
-	grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|lockdep: |DEBUG_LOCKS_WARN|soft lockup|hard LOCKUP|rcu.*(stall|detected stalls)|hung_task|blocked for more than|ODEBUG|cleanup failed'
+	grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|possible recursive locking|inconsistent lock state|suspicious RCU usage|lockdep: |DEBUG_LOCKS_WARN|soft lockup|hard LOCKUP|rcu.*(stall|detected stalls)|hung_task|blocked for more than|ODEBUG|cleanup failed|Out of memory'
 }
 t_verbs_fuzz() {
 	local n0 rc rings=1 hostile=1 stall

@@ -21,11 +21,18 @@
  *                  to the error, reset or drain states by handle, racing the first (1)
  *   FUZZ_STALL     seconds after which one verb call counts as a stall (10)
  *   FUZZ_GRACE     seconds the processes have to end after the run (60 + 2 stalls)
+ *   FUZZ_UNPLUG    seconds: then `rdma link delete` removes the second device under
+ *                  the processes using it (0: never). They must see their verbs fail
+ *                  and still end; the delete must return within FUZZ_GRACE.
  *   FUZZ_TRACE     file: every operation is appended to it before it runs (for a
  *                  crash: the last lines name what the kernel was given)
  *   FUZZ_ONLY      comma-separated operation names: only these run (to narrow a
  *                  finding down; the names are those of the summary lines)
  *   FUZZ_EXCEPT    comma-separated operation names that do not run
+ *   FUZZ_MAX_QUEUES 1: ask for queues of the device's largest size too (0: at most
+ *                  64 Ki entries). Off by default: queue memory is vmalloc that no
+ *                  cgroup or rlimit is charged for, and two UD QPs of 2^20 entries
+ *                  take 1.3 GB, after which the OOM killer kills other processes.
  *   FUZZ_MCAST_LIDS 1: attach to multicast groups with random LIDs too (0: LID 0
  *                  only) (1). rxe refuses the second detach of a QP attached to one
  *                  group under two LIDs, and the QP then outlives its process, WARNs in
@@ -90,7 +97,8 @@
 static struct {
 	double seconds, stall;
 	long ops;
-	int procs, rings, hostile, kill, racer;
+	int procs, rings, hostile, kill, racer, max_queues;
+	double unplug;
 	const char *trace, *only, *except;
 	int mcast_lids;
 	uint64_t seed;
@@ -820,10 +828,15 @@ static uint32_t wr_count(uint32_t max)
 	case 0: return 0;
 	case 1: return max + 1 + rnd(2) * 1000000;
 	case 2:
-		/* At most two of the largest per process: each takes seconds to clear. */
+		/*
+		 * At most two of the largest per process: each takes seconds to clear. The
+		 * largest is 64 Ki unless FUZZ_MAX_QUEUES: a few of the device's own largest
+		 * (2^20) take the guest's memory, and the OOM killer then kills processes
+		 * that made none of it.
+		 */
 		if (chance(5) && S.big < 2) {
 			S.big++;
-			return max;
+			return cfg.max_queues || max < 65536 ? max : 65536;
 		}
 		return 1 + rnd(max < 1024 ? max : 1024);
 	default: return 1 + rnd(32);
@@ -1914,6 +1927,12 @@ static volatile double op_start;
 static volatile long op_seq;
 static volatile int fuzz_done;
 static pid_t main_tid;
+/*
+ * Seconds the whole guest stood still, as the watchdog saw them: its own 200 ms sleeps
+ * that took more than a second longer. On an overloaded host a TCG guest gets no CPU
+ * for seconds at a time; a verb is not stalled for the time nothing ran at all.
+ */
+static volatile double frozen;
 
 static void show_file(const char *what, const char *path)
 {
@@ -1944,10 +1963,10 @@ static void *watchdog(void *arg)
 	snprintf(path, sizeof(path), "/proc/self/task/%d/stack", main_tid);
 	snprintf(wchan, sizeof(wchan), "/proc/self/task/%d/wchan", main_tid);
 	while (!fuzz_done) {
-		double t = op_start;
+		double t = op_start, f = frozen, before;
 		long seq = op_seq;
 
-		if (t > 0 && now() - t > cfg.stall / 2 && seq != shown) {
+		if (t > 0 && now() - t - (frozen - f) > cfg.stall / 2 && seq != shown) {
 			shown = seq;
 			fprintf(stderr, "proc %d: op %ld (%s) still running after %.1f s; kernel stack:\n",
 				S.id, seq, current_op, now() - t);
@@ -1955,7 +1974,10 @@ static void *watchdog(void *arg)
 			show_file("stack", path);
 			show_file("wchan", wchan);
 		}
+		before = now();
 		usleep(200000);
+		if (now() - before > 1.2)
+			frozen += now() - before - 0.2;
 	}
 	return NULL;
 }
@@ -1978,7 +2000,7 @@ static void on_fault(int sig, siginfo_t *si, void *uc)
 
 static void run_op(struct op *o)
 {
-	double t0 = now(), dt;
+	double t0 = now(), f0 = frozen, dt;
 
 	current_op = o->name;
 	op_seq = S.n;
@@ -1989,14 +2011,16 @@ static void run_op(struct op *o)
 	if (o->fn())
 		o->fails++;
 	op_start = 0;
-	dt = now() - t0;
+	/* What the guest stood still for does not count. */
+	dt = now() - t0 - (frozen - f0);
 	if (dt > S.slowest) {
 		S.slowest = dt;
 		S.slowest_op = o->name;
 	}
 	if (dt > cfg.stall) {
 		S.stalls++;
-		fprintf(stderr, "proc %d: STALL: op %ld (%s) took %.1f s\n", S.id, S.n, o->name, dt);
+		fprintf(stderr, "proc %d: STALL: op %ld (%s) took %.1f s (%.1f s more with the guest standing still)\n",
+			S.id, S.n, o->name, dt, frozen - f0);
 	}
 }
 
@@ -2011,7 +2035,7 @@ static struct op *op_named(const char *name)
 /* The end: everything destroyed in order, or the context closed as is, or just exit. */
 static void teardown(void)
 {
-	double t0 = now();
+	double t0 = now(), f0 = frozen;
 	int how = rnd(3);
 
 	if (how == 0) {
@@ -2031,9 +2055,10 @@ static void teardown(void)
 		for (int c = 1; c >= 0; c--)
 			if (S.ctx[c])
 				drop_ctx(c);
-	if (now() - t0 > cfg.stall) {
+	if (now() - t0 - (frozen - f0) > cfg.stall) {
 		S.stalls++;
-		fprintf(stderr, "proc %d: STALL: teardown (%d) took %.1f s\n", S.id, how, now() - t0);
+		fprintf(stderr, "proc %d: STALL: teardown (%d) took %.1f s\n", S.id, how,
+			now() - t0 - (frozen - f0));
 	}
 }
 
@@ -2132,8 +2157,8 @@ static int child(int id)
 	for (int s = 0; s < 24; s++)
 		if (S.wc_status[s])
 			fprintf(stderr, " [%s%d]=%ld", s == 23 ? ">" : "", s, S.wc_status[s]);
-	fprintf(stderr, "; async events %ld, CQ events %ld, raw posts %ld, racer calls %ld\n",
-		S.async_events, S.cq_events, S.raw_posts, racer_calls);
+	fprintf(stderr, "; async events %ld, CQ events %ld, raw posts %ld, racer calls %ld; the guest stood still %.0f s\n",
+		S.async_events, S.cq_events, S.raw_posts, racer_calls, frozen);
 	fprintf(stderr, "proc %d calls/failed:", id);
 	for (int i = 0; i < N_OPS; i++)
 		if (ops[i].calls)
@@ -2272,7 +2297,9 @@ int main(int argc, char **argv)
 {
 	pid_t pids[MAXP];
 	int status[MAXP], done[MAXP] = {}, bad = 0, victim = -1;
-	double t0, kill_at = 0, deadline, grace;
+	double t0, kill_at = 0, deadline, grace, unplug_t = 0;
+	pid_t unplug_pid = 0;
+	int ust;
 	char *list;
 
 	if (argc < 2 || argc > 3) {
@@ -2290,6 +2317,8 @@ int main(int argc, char **argv)
 	cfg.hostile = env_num("FUZZ_HOSTILE", 1);
 	cfg.kill = env_num("FUZZ_KILL", 1);
 	cfg.racer = env_num("FUZZ_RACER", 1);
+	cfg.max_queues = env_num("FUZZ_MAX_QUEUES", 0);
+	cfg.unplug = env_num("FUZZ_UNPLUG", 0);
 	cfg.stall = env_num("FUZZ_STALL", 10);
 	cfg.trace = getenv("FUZZ_TRACE");
 	cfg.only = getenv("FUZZ_ONLY");
@@ -2345,12 +2374,28 @@ int main(int argc, char **argv)
 	/* The grace: the last operation and the teardown, each of which may be slow. */
 	grace = env_num("FUZZ_GRACE", 60 + 2 * cfg.stall);
 	deadline = t0 + cfg.seconds + grace;
-	for (int left = cfg.procs; left > 0 && now() < deadline;) {
+	for (int left = cfg.procs; (left > 0 || unplug_pid > 0) && now() < deadline;) {
 		for (int p = 0; p < cfg.procs; p++)
 			if (!done[p] && waitpid(pids[p], &status[p], WNOHANG) == pids[p]) {
 				done[p] = 1;
 				left--;
 			}
+		if (cfg.unplug > 0 && ndev > 1 && !unplug_pid && now() - t0 > cfg.unplug) {
+			fprintf(stderr, "deleting %s after %.0f s\n", devs[1], now() - t0);
+			unplug_t = now();
+			unplug_pid = fork();
+			if (!unplug_pid) {
+				execlp("rdma", "rdma", "link", "delete", devs[1], (char *)NULL);
+				_exit(127);
+			}
+		}
+		if (unplug_pid > 0 && waitpid(unplug_pid, &ust, WNOHANG) == unplug_pid) {
+			fprintf(stderr, "rdma link delete %s: exit %d after %.1f s\n", devs[1],
+				WIFEXITED(ust) ? WEXITSTATUS(ust) : -1, now() - unplug_t);
+			if (!WIFEXITED(ust) || WEXITSTATUS(ust))
+				bad = 1;
+			unplug_pid = -1;
+		}
 		if (victim >= 0 && now() - t0 > kill_at) {
 			if (!done[victim]) {
 				fprintf(stderr, "killing process %d after %.0f s\n", victim, now() - t0);
@@ -2383,8 +2428,14 @@ int main(int argc, char **argv)
 			bad = 1;
 		}
 	}
+	if (unplug_pid > 0) {
+		fprintf(stderr, "HANG: rdma link delete %s did not return in %.0f s\n", devs[1],
+			now() - unplug_t);
+		show_stuck(unplug_pid);
+		bad = 1;
+	}
 	fprintf(stderr, "all processes ended %.1f s after the start\n", now() - t0);
-	for (int d = 0; d < ndev; d++)
+	for (int d = 0; d < (unplug_pid ? 1 : ndev); d++)
 		if (selfcheck(d))
 			bad = 1;
 	fprintf(stderr, "verbs_fuzz: seed %llu: %s\n", (unsigned long long)cfg.seed, bad ? "FAILED" : "ok");

@@ -7,6 +7,8 @@
 #                               verbs under failslab (verbs_failnth.c)
 #   FUZZ_PACKET_SECONDS (1200)  the host's RoCE packet parser under libFuzzer, alongside
 #   FUZZ_SEED                   replays a verbs run (its seed is the log's first line)
+#   FUZZ_UNPLUG (3/4 of the run) seconds after which the second device is deleted under
+#                               the processes using it (0: never)
 #
 # Not part of make check, which runs the verbs fuzzer for 60 s on both drivers and the
 # packet parser for 60 s. Fails on a failed test, any kernel report, a kmemleak report, a
@@ -24,9 +26,9 @@ prepare_debug
 
 # The guest (one TCG thread) and libFuzzer (one process) take a core each.
 stage_start "verbs fuzzer ${secs} s and failslab, debug kernel; packet parser ${psecs} s alongside"
-printf 'cd /mnt/host && %sFUZZ_SECONDS=%s VERBOSE=1 ONLY=%s sh sanitized.sh\n' \
-	"${FUZZ_SEED:+FUZZ_SEED=$FUZZ_SEED }" "$secs" "'^verbs_fuzz\$|^fault_injection_create_verbs\$'" \
-	> "$out/cmd.sh"
+printf 'cd /mnt/host && %sFUZZ_SECONDS=%s FUZZ_UNPLUG=%s VERBOSE=1 ONLY=%s sh sanitized.sh\n' \
+	"${FUZZ_SEED:+FUZZ_SEED=$FUZZ_SEED }" "$secs" "${FUZZ_UNPLUG:-$((secs * 3 / 4))}" \
+	"'^verbs_fuzz\$|^fault_injection_create_verbs\$'" > "$out/cmd.sh"
 rm -f "$share/kmemleak.txt" "$share/lockdep.txt"
 (
 	set +e
@@ -53,7 +55,7 @@ stage_end
 
 bad=0
 grc=$(cat "$out/guest.rc" 2>/dev/null || echo 125)
-tr -d '\r' < "$out/console.log" | grep -E '^(not )?ok |^#   (seed|verbs_fuzz:|proc [0-9]+ \(|all processes|killing|HANG|STALL|[a-z_0-9]+ +N up to|refcnt)' || true
+tr -d '\r' < "$out/console.log" | grep -E '^(not )?ok |^#   (seed|verbs_fuzz:|proc [0-9]+ \(|all processes|killing|deleting|rdma link delete|HANG|STALL|[a-z_0-9]+ +N up to|refcnt)' || true
 for t in verbs_fuzz fault_injection_create_verbs; do
 	tr -d '\r' < "$out/console.log" | grep -qE "^ok [0-9]+ $t\$" || { echo "$t: not ok (or skipped)"; bad=1; }
 done
