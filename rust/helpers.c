@@ -11,6 +11,7 @@
 #include <linux/etherdevice.h>
 #include <linux/mm.h>
 #include <linux/netdevice.h>
+#include <linux/rcupdate.h>
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
@@ -524,6 +525,21 @@ bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *d
 			     unsigned long delay)
 {
 	return mod_delayed_work(wq, dwork, delay);
+}
+
+/*
+ * Where RCU's grace periods stand now, and a wait (expedited) until a full grace period
+ * has passed since @cookie, none if one has: the polled grace-period API, which is
+ * partly inline with TINY_RCU.
+ */
+unsigned long rxe_rs_rcu_cookie(void)
+{
+	return get_state_synchronize_rcu();
+}
+
+void rxe_rs_rcu_wait_since(unsigned long cookie)
+{
+	cond_synchronize_rcu_expedited(cookie);
 }
 
 /* Bottom halves off and on again; turning them on runs what became pending. */

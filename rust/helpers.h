@@ -106,6 +106,8 @@ u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len);
 struct delayed_work;
 bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
 			     unsigned long delay);
+unsigned long rxe_rs_rcu_cookie(void);
+void rxe_rs_rcu_wait_since(unsigned long cookie);
 void rxe_rs_local_bh_disable(void);
 void rxe_rs_local_bh_enable(void);
 

@@ -15,7 +15,10 @@ use super::bindings;
 use kernel::{
     bindings as kb,
     ffi::{c_char, c_ulong},
-    sync::lock::{Backend, Guard, Lock},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        lock::{Backend, Guard, Lock},
+    },
 };
 
 /// A spinlock taken with interrupts disabled.
@@ -76,17 +79,51 @@ unsafe impl Backend for IrqSpinLockBackend {
     }
 }
 
-/// Waits until every RCU read-side section that began before the call has ended.
-/// Sleeps.
+/// When something was last used by an RCU reader, as a point in RCU's sequence of
+/// grace periods: what [`synchronize_rcu_since`] waits past.
 ///
-/// The expedited grace period: destroys wait for it, and a process tearing down
-/// thousands of objects must not wait a normal grace period for each.
-pub(crate) fn synchronize_rcu() {
-    // Checked at run time: a caller in atomic context is reported, not hung.
+/// A reader that finds the object marks it ([`LastUse::mark`]) inside its read-side
+/// section, under a lock that serialises all marks of the object (so that a later mark
+/// is never overwritten by an earlier one) and that its unpublisher takes after it
+/// unpublished it; the unpublisher then waits with [`synchronize_rcu_since`], only if a
+/// reader marked it in a section that may still be running. An object no reader found
+/// since a grace period ended is freed without waiting for one: a loop that creates and
+/// destroys objects no longer forces an expedited grace period (an interrupt to every
+/// CPU) per object.
+pub(crate) struct LastUse(Atomic<usize>);
+
+impl LastUse {
+    /// Never used: waiting past it returns at once.
+    pub(crate) fn new() -> Self {
+        // SAFETY: The function takes no arguments and only returns a constant.
+        let never = unsafe { bindings::get_completed_synchronize_rcu() };
+        Self(Atomic::new(never))
+    }
+
+    /// Used now, by a reader in an RCU read-side section, under the lock that
+    /// serialises the object's marks (see the type's description).
+    pub(crate) fn mark(&self) {
+        // SAFETY: The function takes no arguments; it orders what came before it (the
+        // finding of the object) before its snapshot of the grace-period sequence.
+        let now = unsafe { bindings::rxe_rs_rcu_cookie() };
+        // The value changes once per grace period: most marks write nothing.
+        if self.0.load(Relaxed) != now {
+            self.0.store(now, Relaxed);
+        }
+    }
+}
+
+/// Waits until every RCU read-side section that marked `used` has ended: returns at
+/// once if a full grace period has passed since the last mark, and otherwise waits for
+/// an expedited one. Sleeps. The caller has unpublished the object first, so that no
+/// reader marks it again.
+pub(crate) fn synchronize_rcu_since(used: &LastUse) {
     kernel::task::might_sleep();
-    // SAFETY: The function takes no arguments; waiting in atomic context would be a bug
-    // (reported by `might_sleep()` above), never undefined behaviour.
-    unsafe { bindings::synchronize_rcu_expedited() };
+    let since = used.0.load(Relaxed);
+    // SAFETY: `since` is a cookie RCU gave out (a `LastUse` holds nothing else, and its
+    // field is private); waiting in atomic context would be a bug reported by
+    // `might_sleep()` above, not undefined behaviour.
+    unsafe { bindings::rxe_rs_rcu_wait_since(since) };
 }
 
 /// Bottom halves held off on this CPU; they run (if any became pending) when the

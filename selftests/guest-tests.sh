@@ -147,6 +147,7 @@ t_ah() { vo ah; }
 t_mr() { vo mr; }
 t_mw() { vo mw; }
 t_mcast_busy() { vo mcast_busy; }
+t_destroy_ipis() { vo destroy_no_ipi_storm; }
 t_mcast_lids() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: the second detach fails and the QP outlives its process"; return 4; fi
 	vo mcast_lids
@@ -1257,6 +1258,7 @@ run srq_qp_destroy_under_traffic t_destroy_traffic_srq
 run srq_limit_event_ud_data t_srq_limit_event
 run ah_create_destroy_pd_busy t_ah
 run mr_reg_dereg_keys_pd_busy t_mr
+run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
 run core_ebusy_qp_attached_to_mcast t_mcast_busy
 run mcast_one_group_several_lids t_mcast_lids

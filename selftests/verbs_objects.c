@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <time.h>
 #include <signal.h>
@@ -1494,6 +1495,109 @@ static int check_mw(struct ibv_context *ctx)
 	return ibv_dealloc_pd(pd) ? 1 : 0;
 }
 
+/* The function-call IPIs CPU `cpu` has taken (x86's CAL line of /proc/interrupts). */
+static long call_ipis(int cpu)
+{
+	FILE *f = fopen("/proc/interrupts", "r");
+	char line[4096];
+	long n = -1;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		char *p = line, *end;
+
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, "CAL:", 4))
+			continue;
+		p += 4;
+		for (int c = 0; c <= cpu; c++, p = end) {
+			n = strtol(p, &end, 10);
+			if (end == p) {
+				n = -1;
+				break;
+			}
+		}
+		break;
+	}
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * Registering and deregistering MRs, and creating and destroying QPs, in a loop with no
+ * traffic must not interrupt the other CPUs for each object: an expedited RCU grace
+ * period per destroy sends a function-call IPI to every CPU that is not idle. A spinner
+ * keeps CPU 1 busy in user space while CPU 0 runs LOOP_OBJECTS (2000) MR reg/dereg
+ * pairs, then as many QP create/destroy pairs; CPU 1 must take fewer than one IPI per
+ * 20 objects in each loop (freeing a QP's vmalloc'ed rings flushes the kernel's TLBs
+ * now and then, in batches). Skips with one CPU, or without the CAL line (not x86).
+ */
+static int check_destroy_no_ipi_storm(struct ibv_context *ctx)
+{
+	const char *env = getenv("LOOP_OBJECTS");
+	int loops = env ? atoi(env) : 2000;
+	static char buf[4096] __attribute__((aligned(4096)));
+	long ipis[2] = { 0, 0 };
+	double secs[2] = { 0, 0 };
+	struct qp_env e;
+	cpu_set_t set;
+	pid_t spinner;
+	int bad = 0;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || call_ipis(1) < 0)
+		SKIP("needs two CPUs and /proc/interrupts' CAL line");
+	if (env_open(ctx, &e, 0))
+		return 1;
+	CPU_ZERO(&set);
+	CPU_SET(1, &set);
+	if ((spinner = fork()) == 0) {
+		sched_setaffinity(0, sizeof(set), &set);
+		alarm(300);
+		for (;;)
+			__asm__ volatile("" ::: "memory");
+	}
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	sched_setaffinity(0, sizeof(set), &set);
+	usleep(200 * 1000);
+	for (int kind = 0; kind < 2 && !bad; kind++) {
+		long before = call_ipis(1);
+		double t0 = now();
+
+		for (int i = 0; i < loops && !bad; i++) {
+			if (kind == 0) {
+				struct ibv_mr *mr = ibv_reg_mr(e.pd, buf, sizeof(buf),
+							       IBV_ACCESS_LOCAL_WRITE);
+
+				bad = !mr || ibv_dereg_mr(mr);
+			} else {
+				struct ibv_qp *qp = make_qp(&e, IBV_QPT_RC, 4, 1);
+
+				bad = !qp || ibv_destroy_qp(qp);
+			}
+			if (bad)
+				fprintf(stderr, "%s round %d: %s\n", kind ? "QP" : "MR", i,
+					strerror(errno));
+		}
+		ipis[kind] = call_ipis(1) - before;
+		secs[kind] = now() - t0;
+	}
+	kill(spinner, SIGKILL);
+	waitpid(spinner, NULL, 0);
+	printf("# %d MR reg/dereg pairs in %.2f s, CPU 1 took %ld function-call IPIs\n", loops,
+	       secs[0], ipis[0]);
+	printf("# %d QP create/destroy pairs in %.2f s, CPU 1 took %ld function-call IPIs\n",
+	       loops, secs[1], ipis[1]);
+	if (bad)
+		return 1;
+	for (int kind = 0; kind < 2; kind++)
+		if (ipis[kind] * 20 >= loops)
+			FAIL("%ld IPIs for %d %s destroys of unused objects", ipis[kind], loops,
+			     kind ? "QP" : "MR");
+	return env_close(&e);
+}
+
 /*
  * A UD QP attached to a multicast group cannot be destroyed (EBUSY, ib_core's check)
  * and stays attached: detaching it afterwards succeeds, and only then can it go.
@@ -1930,6 +2034,7 @@ static const struct check checks[] = {
 	{ "mw", check_mw },
 	{ "mcast_busy", check_mcast_busy },
 	{ "mcast_lids", check_mcast_lids },
+	{ "destroy_no_ipi_storm", check_destroy_no_ipi_storm },
 	{ "close_with_all", NULL, check_close_with_all },
 	{ "stress", NULL, check_stress },
 	{ "cq_overflow", check_cq_overflow },

@@ -43,6 +43,9 @@ impl AhShared {
 }
 
 impl Numbered for AhShared {
+    // A UD send copies the address vector out under the table's lock.
+    const WAITED_FOR: bool = false;
+
     fn number(&self) -> &Number {
         &self.num
     }

@@ -346,8 +346,9 @@ impl KeyEntry {
 /// needs the rights `need`.
 ///
 /// Only in an RCU read-side section, and the region must go before the section ends:
-/// deregistration waits for a grace period and then releases the pinned pages, which
-/// must happen in process context, so no one else may hold the MR by then.
+/// deregistration waits until the sections that found the MR have ended and then
+/// releases the pinned pages, which must happen in process context, so no one else may
+/// hold the MR by then.
 pub(crate) fn local(dev: &RxeDev, lkey: u32, pd: PdId, need: u32) -> Result<Region, AccessError> {
     let e = dev.mr_table.get(lkey >> 8).ok_or(AccessError::Key)?;
     e.mr_region(lkey, pd, need)
@@ -377,7 +378,11 @@ pub(crate) fn remote(
         {
             return Err(AccessError::Key);
         }
-        (b.mr.clone().ok_or(AccessError::Key)?, b.iova, b.length)
+        let mr = b.mr.clone().ok_or(AccessError::Key)?;
+        // Found through the window, not its table: marked here, while the window is
+        // bound (which keeps the MR from being deregistered).
+        dev.mr_table.mark(&mr);
+        (mr, b.iova, b.length)
     };
     // A bound MR cannot be invalidated or deregistered: its range is as it was bound.
     let base = mr.state.lock().iova;
@@ -447,11 +452,14 @@ pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId, qpn: u32) -> Result<(
             let mr = b.mr.take();
             *b = Binding::default();
             if let Some(mr) = &mr {
+                // From here on the MR may be deregistered, while this reference is
+                // still held: its deregistration waits for this section.
+                dev.mr_table.mark(mr);
                 mr.state.lock().windows -= 1;
             }
             mr
         };
-        // A bound MR cannot be deregistered: this is not its last reference.
+        // Within the section the deregistration waits for: not the last reference.
         drop(mr);
         return Ok(());
     }
@@ -527,6 +535,8 @@ pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, Op
     }
     let old = st.mr.take();
     if let Some(old) = &old {
+        // As in `invalidate`: its deregistration may start now, and waits for this.
+        dev.mr_table.mark(old);
         old.state.lock().windows -= 1;
     }
     let rkey = (b.mw_rkey & !0xff) | (b.rkey & 0xff);
@@ -542,7 +552,7 @@ pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, Op
         dying: false,
     };
     drop(st);
-    // The MR it was bound to is still registered: not its last reference.
+    // Within the section the MR's deregistration waits for: not the last reference.
     drop(old);
     Ok(rkey)
 }
@@ -620,10 +630,11 @@ impl Held {
 impl Drop for Held {
     fn drop(&mut self) {
         self.table.remove(self.entry.index.get());
-        // The data path looks keys up only in RCU read-side sections: after a grace
-        // period nobody else holds the entry, so the pages are unpinned here, in process
-        // context, when `entry` goes.
-        crate::ib::sync::synchronize_rcu();
+        // The data path looks keys up only in RCU read-side sections: once none that
+        // found this entry is still running, nobody else holds it, so the pages are
+        // unpinned here, in process context, when `entry` goes. An entry no packet
+        // used since a grace period ended goes at once.
+        crate::ib::sync::synchronize_rcu_since(self.entry.index.last_use());
         // A window lets go of the MR it is bound to.
         let mr = self.entry.state.lock().mr.take();
         if let Some(mr) = mr {

@@ -1288,10 +1288,13 @@ impl RxeQp {
         // No new packet can find it.
         qp.device().qp_table.remove(qp.qp_num());
         // The data path uses a QP only in RCU read-side sections (packets in softirq,
-        // the device's own packets, the requester and responder runners): once a grace
-        // period has passed, none is still at work on this one and every packet it
-        // built has been handed on.
-        crate::ib::sync::synchronize_rcu();
+        // the device's own packets, the requester and responder runners, the owed-work
+        // sender), and finds it there through its number (which marks it used), except
+        // in the verbs called on the QP itself, which its consumer does not call during
+        // its destroy (ib_uverbs keeps them apart for processes). Once those sections
+        // have ended, none is still at work on this one and every packet it built has
+        // been handed on; a QP no packet found since a grace period ended waits for none.
+        crate::ib::sync::synchronize_rcu_since(qp.shared.qp_num.last_use());
         // Only those runners set the QP's timer, and only a live QP's; nothing queues a
         // dead QP's work item. Once both are off the workqueue, nothing of the QP runs,
         // and its last references are ours: its rings go here, in process context.

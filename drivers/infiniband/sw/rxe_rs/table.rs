@@ -20,7 +20,7 @@
 //! table's lock keeps interrupts off and every use of the xarray happens under it (the
 //! xarray's own lock, taken inside, is then never taken with interrupts on).
 
-use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
+use crate::ib::sync::{new_spinlock_irq, LastUse, SpinLockIrq};
 use kernel::{
     alloc::Flags,
     id_pool::{IdPool, ReallocRequest},
@@ -32,23 +32,42 @@ use kernel::{
     xarray::{AllocKind, XArray},
 };
 
-/// An object's number in its table, set once when it is inserted.
-pub(crate) struct Number(Atomic<u32>);
+/// An object's number in its table, set once when it is inserted, and when a lookup
+/// last found it.
+pub(crate) struct Number {
+    n: Atomic<u32>,
+    used: LastUse,
+}
 
 impl Number {
     /// Not numbered yet.
     pub(crate) fn new() -> Self {
-        Self(Atomic::new(0))
+        Self {
+            n: Atomic::new(0),
+            used: LastUse::new(),
+        }
     }
 
     /// The number (0 before the object is inserted).
     pub(crate) fn get(&self) -> u32 {
-        self.0.load(Relaxed)
+        self.n.load(Relaxed)
+    }
+
+    /// When a lookup last found the object; once [`IdTable::remove`] has returned, no
+    /// lookup marks it again (see [`synchronize_rcu_since`]).
+    ///
+    /// [`synchronize_rcu_since`]: crate::ib::sync::synchronize_rcu_since
+    pub(crate) fn last_use(&self) -> &LastUse {
+        &self.used
     }
 }
 
 /// An object a table numbers.
 pub(crate) trait Numbered {
+    /// Whether its destroy waits for the readers that found it ([`LastUse`]): lookups
+    /// of objects whose data is copied out (address handles) need not mark them.
+    const WAITED_FOR: bool = true;
+
     /// Where the object keeps its number.
     fn number(&self) -> &Number;
 }
@@ -137,26 +156,37 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
             let request = {
                 let mut taken = self.taken.lock();
                 match taken.search(span)? {
-                    Search::Claimed(id) => {
-                        // `id < span`, so the number is below `limit`: a `u32`.
-                        let n = self.first + id as u32;
-                        // ORDERING: The xarray's lock orders this before the object can
-                        // be looked up.
-                        obj.number().0.store(n, Relaxed);
-                        let stored = self.xa.lock().store(n as usize, obj.clone(), GFP_ATOMIC);
-                        if let Err(e) = stored {
-                            taken.pool.release_id(id);
-                            return Err(e.error);
-                        }
-                        return Ok(n);
-                    }
+                    Search::Claimed(id) => return self.publish(&mut taken, id, obj),
                     Search::Grow(request) => request,
                 }
             };
-            let resizer = request.realloc(flags)?;
-            // Another inserter may have grown it meanwhile: then this one is dropped.
-            self.taken.lock().pool.grow(resizer);
+            match request.realloc(flags) {
+                // Another inserter may have grown it meanwhile: then this one is dropped.
+                Ok(resizer) => self.taken.lock().pool.grow(resizer),
+                // No memory for a larger bitmap: a number the bitmap covers, if one is
+                // free, reused sooner than the cyclic order would.
+                Err(_) => {
+                    let mut taken = self.taken.lock();
+                    let id = taken.claim(0, span).ok_or(ENOMEM)?;
+                    return self.publish(&mut taken, id, obj);
+                }
+            }
         }
+    }
+
+    /// Publishes `obj` under the offset `id` it has just claimed; gives the offset back
+    /// if that fails.
+    fn publish(&self, taken: &mut Taken, id: usize, obj: &Arc<T>) -> Result<u32> {
+        // `id < span`, so the number is below `limit`: a `u32`.
+        let n = self.first + id as u32;
+        // ORDERING: The xarray's lock orders this before the object can be looked up.
+        obj.number().n.store(n, Relaxed);
+        let stored = self.xa.lock().store(n as usize, obj.clone(), GFP_ATOMIC);
+        if let Err(e) = stored {
+            taken.pool.release_id(id);
+            return Err(e.error);
+        }
+        Ok(n)
     }
 
     /// Publishes `obj` under the fixed number `n`, outside the cyclic range (a special
@@ -169,7 +199,7 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         if self.xa.lock().get(n as usize).is_some() {
             return Err(EBUSY);
         }
-        obj.number().0.store(n, Relaxed);
+        obj.number().n.store(n, Relaxed);
         self.xa
             .lock()
             .store(n as usize, obj.clone(), GFP_ATOMIC)
@@ -189,12 +219,26 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         drop(gone);
     }
 
-    /// The object numbered `n`, if there is one.
+    /// Marks `obj` used now, as a lookup does, for a reader that reached it through
+    /// another object (an MR through the window bound to it): under the table's lock,
+    /// which serialises the marks and which `remove` takes.
+    pub(crate) fn mark(&self, obj: &T) {
+        let _taken = self.taken.lock();
+        obj.number().used.mark();
+    }
+
+    /// The object numbered `n`, if there is one, marked as used now ([`LastUse`]): a
+    /// caller in an RCU read-side section is waited for by whoever removes the object
+    /// and then waits past its last use.
     pub(crate) fn get(&self, n: u32) -> Option<Arc<T>> {
         let taken = self.taken.lock();
         // The xarray's guard is a temporary of this statement, so it goes before `taken`
         // restores the interrupts (a guard in the tail expression would outlive it).
         let found = self.xa.lock().get(n as usize).map(Arc::from);
+        // Under the lock `remove` takes: a remover that has returned sees this mark.
+        if let Some(obj) = found.as_ref().filter(|_| T::WAITED_FOR) {
+            obj.number().used.mark();
+        }
         drop(taken);
         found
     }
