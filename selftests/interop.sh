@@ -82,6 +82,14 @@ n=$((n + 1))
 if python3 /mnt/host/pcap_icrc.py /tmp/roce.pcap > /tmp/icrc 2>&1; then r=ok; else r="not ok"; fi
 sed 's/^/# /' /tmp/icrc
 echo "$r $n capture_icrc_good_both_directions"
+# Nothing of the above made the kernel complain: no BUG, WARNING, soft lockup, RCU stall
+# or hung task.
+n=$((n + 1))
+if dmesg | grep -E 'BUG|WARNING|soft lockup|rcu_.*(stall|self-detected)|blocked for more than' > /tmp/klog; then
+	echo "not ok $n kernel_log_clean"; head -n 20 /tmp/klog | sed 's/^/#   /'
+else
+	echo "ok $n kernel_log_clean"
+fi
 echo "1..$n"
 rdma link delete $DEV
 exit 0
