@@ -640,6 +640,17 @@ class Fuzz:
         self.recent = []       # recent unmutated packets (with their ICRC), for dup
         self.unsendable = 0
         self.epoch_t = 0.0
+        # PKTFUZZ_CLASSES=a,b,...: only these mutation classes (and "none").
+        # PKTFUZZ_NO_RESPONSES=1: nothing whose opcode is a response's (READ responses,
+        # ACKs, atomic ACKs) goes out, whatever made it one.
+        only = os.environ.get("PKTFUZZ_CLASSES")
+        if only:
+            keep = set(only.split(",")) | {"none"}
+            self.CLASSES = tuple(c for c in self.CLASSES if c[0] in keep)
+            self.GENTLE = tuple(c for c in self.GENTLE if c[0] in keep)
+        self.no_responses = os.environ.get("PKTFUZZ_NO_RESPONSES") == "1"
+        self.held = 0
+        self.t0 = time.monotonic()
         trace = os.environ.get("PKTFUZZ_TRACE")
         self.trace = open(trace, "w", buffering=1) if trace else None  # kept on a crash
 
@@ -706,7 +717,9 @@ class Fuzz:
                  "write multi"]
         if t.kind == "rc":
             names += ["send only inv", "read", "cmp swap", "fetch add", "atomic write",
-                      "captured", "response", "response"]
+                      "captured"]
+            if not self.no_responses:
+                names += ["response", "response"]
             if self.t["flush"]:
                 names.append("flush")
         name = r.choice(names)
@@ -929,6 +942,9 @@ class Fuzz:
         return None
 
     def send(self, cls, name, t, transport, bad_icrc):
+        if self.no_responses and transport and 0x0D <= transport[0] <= 0x12:
+            self.held += 1
+            return
         self.serial += 1
         crc = icrc(self.src, self.dst, transport)
         if bad_icrc:
@@ -948,7 +964,8 @@ class Fuzz:
         elif cls == "none":
             self.recent = (self.recent + [transport + crc])[-32:]
         if self.trace:
-            self.trace.write(f"{self.serial} {t.name} {cls} {name} {int(bad_icrc)} "
+            self.trace.write(f"{time.monotonic() - self.t0:.3f} {self.serial} {t.name} {cls} "
+                             f"{name.replace(' ', '_')} {int(bad_icrc)} "
                              f"{(transport + crc).hex()}\n")
 
     def one(self):
@@ -1013,7 +1030,9 @@ def mutate(args):
     src, dst, d = args[0], args[1], args[2]
     seconds, maxn, rate = float(args[3]), int(args[4]), float(args[5])
     seed = int(args[6], 0) if len(args) > 6 and args[6] else random.SystemRandom().getrandbits(32)
-    print(f"seed {seed}", flush=True)
+    with open("/proc/uptime") as u:
+        up = u.read().split()[0]
+    print(f"seed {seed} (uptime {up} s)", flush=True)
     f = Fuzz(src, dst, d, seed)
     touch(os.path.join(d, "listen"))
     t0 = time.monotonic()
@@ -1043,7 +1062,8 @@ def mutate(args):
     if f.trace:
         f.trace.close()
     print(f"sent {n} packets in {took:.1f} s ({n / took:.0f}/s), seed {seed}; "
-          f"{f.unsendable} too long to send")
+          f"{f.unsendable} too long to send" +
+          (f", {f.held} with a response's opcode held back" if f.no_responses else ""))
     print("per mutation class: " + ", ".join(f"{k} {v}" for k, v in sorted(f.sent.items())))
     print("must be dropped: " + (", ".join(f"{k} {v}" for k, v in sorted(f.drops.items()))
                                  or "none") + f" ({len(f.forbidden)} in all)")
