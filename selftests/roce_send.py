@@ -969,10 +969,12 @@ class Fuzz:
                              f"{(transport + crc).hex()}\n")
 
     def one(self):
-        """A message to a random target, one of its packets mutated."""
+        """A message to a random target, one of its packets mutated: the class is
+        drawn first, then messages until one has a packet it applies to (20 at most,
+        else the last goes out unmutated)."""
         r = self.rng
-        t = r.choice(self.targets + [x for x in self.targets if x.kind == "rc"])
-        name, pkts, psns = self.requests(t)
+        rc = [x for x in self.targets if x.kind == "rc"]
+        t = r.choice(self.targets + rc)
         # Most mutations move an RC QP to the error state (and a revival starts it
         # afresh): the first RC QP gets mostly those that leave it alone, so that it
         # also meets mutated packets in the middle of messages, after duplicates and
@@ -986,14 +988,19 @@ class Fuzz:
             return 1
         if cls == "dup":
             cls = "none"
-        i = r.randrange(len(pkts))
-        if cls != "none":
+        for _ in range(20):
+            name, pkts, psns = self.requests(t)
+            i = r.randrange(len(pkts))
+            if cls == "none":
+                break
             m = pkts[i].copy()
-            while not self.mutate_one(cls, m, t):  # one that applies to this packet
-                cls = r.choices([c for c, _ in self.CLASSES[1:-1]],
-                                [w for _, w in self.CLASSES[1:-1]])[0]
-            pkts[i] = m
-        elif psns:
+            if self.mutate_one(cls, m, t):
+                pkts[i] = m
+                break
+            t = r.choice(self.targets + rc)
+        else:
+            cls = "none"
+        if cls == "none" and psns:
             t.expect = (t.expect + psns) % PSN_MOD
         for j, p in enumerate(pkts):
             bad = j == i and r.random() < 0.05
