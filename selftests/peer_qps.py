@@ -733,7 +733,8 @@ class Mutate:
                     bad.append(f"{q.name}: the canary around its {name} buffer(s) was "
                                f"written (guards {g})")
         canary = bytes([CANARY]) * PAGE
-        if self.back.read(PAGE, 0) != canary or self.back.read(PAGE, PAGE + MUT_TARGET) != canary:
+        if (self.back.read(PAGE, 0) != canary or
+                self.back.read(PAGE, PAGE + MUT_TARGET) != canary):
             bad.append("the pages around the target key's range were written")
         prot = bytes([PROTECTED]) * PAGE
         if self.ro.read(PAGE, 0) != prot:

@@ -17,7 +17,10 @@ RC QP's PD that takes remote writes): each must be dropped without effect (see l
 for the classes). The last line printed says how many went out of each class.
 
 With --isol, the packets of isolation.c's live check (see isol()), from the address of
-the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791."""
+the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791.
+
+The modes --forged, --reth, --storm, --pkey and --mutate speak to peer_qps.py's QPs
+(see below); --mutate is the packet mutation fuzzer (see mutate())."""
 import json
 import os
 import random
@@ -811,11 +814,13 @@ class Fuzz:
             n = struct.unpack("!I", b[24:28])[0] if len(b) >= 28 else MTU
             n = min(n, 64 * MTU)
             if n <= MTU:
-                return "read response only", [Raw(0x10, q, p, n, False, aeth=[0x1F << 24 | msn])], 0
+                return "read response only", [Raw(0x10, q, p, n, False,
+                                                  aeth=[0x1F << 24 | msn])], 0
             k = -(-n // MTU)
             pk = [Raw(0x0D, q, p, MTU, False, aeth=[0x1F << 24 | msn])]
             pk += [Raw(0x0E, q, p + i, MTU, False) for i in range(1, k - 1)]
-            pk.append(Raw(0x0F, q, p + k - 1, n - (k - 1) * MTU, False, aeth=[0x1F << 24 | msn]))
+            pk.append(Raw(0x0F, q, p + k - 1, n - (k - 1) * MTU, False,
+                          aeth=[0x1F << 24 | msn]))
             return "read response multi", pk, 0
         if op in (0x13, 0x14):
             return "atomic ack", [Raw(0x12, q, p, 0, False, aeth=[0x1F << 24 | msn],
@@ -937,7 +942,8 @@ class Fuzz:
             return None
         if b[0] >> 5 != TRANSPORT[t.kind]:
             return "transport"
-        if t.kind == "ud" and len(b) >= 20 and struct.unpack("!I", b[12:16])[0] != self.t["qkey"]:
+        if (t.kind == "ud" and len(b) >= 20 and
+                struct.unpack("!I", b[12:16])[0] != self.t["qkey"]):
             return "qkey"
         return None
 
@@ -1036,7 +1042,10 @@ def mutate(args):
     packet there."""
     src, dst, d = args[0], args[1], args[2]
     seconds, maxn, rate = float(args[3]), int(args[4]), float(args[5])
-    seed = int(args[6], 0) if len(args) > 6 and args[6] else random.SystemRandom().getrandbits(32)
+    if len(args) > 6 and args[6]:
+        seed = int(args[6], 0)
+    else:
+        seed = random.SystemRandom().getrandbits(32)
     with open("/proc/uptime") as u:
         up = u.read().split()[0]
     print(f"seed {seed} (uptime {up} s)", flush=True)
@@ -1068,7 +1077,7 @@ def mutate(args):
         out.write("".join(f"{s}\n" for s in f.forbidden))
     if f.trace:
         f.trace.close()
-    print(f"sent {n} packets in {took:.1f} s ({n / took:.0f}/s), seed {seed}; "
+    print(f"sent {n - f.held} packets in {took:.1f} s ({n / took:.0f}/s), seed {seed}; "
           f"{f.unsendable} too long to send" +
           (f", {f.held} with a response's opcode held back" if f.no_responses else ""))
     print("per mutation class: " + ", ".join(f"{k} {v}" for k, v in sorted(f.sent.items())))
