@@ -443,6 +443,7 @@ class MutQp:
         self.next_id = 1
         self.epoch = 0
         self.tags, self.bad, self.stats = [], [], {}
+        self.retried = 0      # revivals that found the QP in the error state again
         self.late = 0         # WQEs posted after the QP was last seen in RTS, lost
         self.rts_at = 0.0     # when a query that found the QP in RTS began
         self.posted_at = 0.0
@@ -600,8 +601,8 @@ class MutQp:
             try:
                 self.connect()
                 break
-            except Exception as e:
-                log(f"{self.name}: back to RTS failed ({e}); its state now {self.state()}")
+            except Exception:
+                self.retried += 1
                 if i == 4:
                     raise
         self.epoch += 1
@@ -715,7 +716,8 @@ class Mutate:
             bad.append("roce_send.py left no DIR/forbidden")
         for q in self.qps:
             st = q.state()
-            log(f"{q.name} (QPN {q.qpn}): state {st}, revived {q.epoch} time(s), "
+            log(f"{q.name} (QPN {q.qpn}): state {st}, revived {q.epoch} time(s) "
+                f"({q.retried} begun again: back in the error state before RTS), "
                 f"{len(q.tags)} tagged receive(s), {q.late} WQE(s) posted after it left "
                 "RTS dropped by RESET; completions: " +
                 ", ".join(f"{v} {k}" for k, v in sorted(q.stats.items())))
