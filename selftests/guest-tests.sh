@@ -1040,24 +1040,26 @@ t_pkey_mismatch() {
 # check's "attempt to add with overflow" included). The first line of the sender's
 # output is its seed: PKTFUZZ_SEED replays its choices (the QPs' answers steer the PSNs),
 # PKTFUZZ_TRACE=FILE writes every packet sent to FILE, PKTFUZZ_CLASSES=a,b,... sends
-# only those mutation classes. On rxe no packet with a response's opcode goes out: a
-# READ RESPONSE LAST whose AETH syndrome is a NAK, after the FIRST and MIDDLE of a READ
-# outstanding, makes rxe_completer() WARN (and complete the READ with a successful
-# status); PKTFUZZ_RESPONSES_ON_RXE=1 sends them there too.
+# only those mutation classes. On rxe two kinds of packet do not go out, each of which
+# makes rxe WARN: a packet with a response's opcode (a READ RESPONSE LAST whose AETH
+# syndrome is a NAK, after the FIRST and MIDDLE of a READ outstanding, makes
+# rxe_completer() WARN and complete the READ successfully without its last part), and
+# an RC or UC RDMA WRITE whose RETH DMA length is 0 with a payload (rxe_mr_copy() WARNs
+# on the NULL MR, once a packet). PKTFUZZ_ALL_ON_RXE=1 sends them there too.
 PKTFUZZ_SECONDS=${PKTFUZZ_SECONDS:-75}
 PKTFUZZ_MAX=${PKTFUZZ_MAX:-30000}
 PKTFUZZ_RATE=${PKTFUZZ_RATE:-200}
 t_pktfuzz() {
-	local d0 src prc nr=${PKTFUZZ_NO_RESPONSES:-}
-	if [ "$DRIVER" = rxe ] && [ -z "${PKTFUZZ_RESPONSES_ON_RXE:-}" ]; then
-		echo "rxe: no packet with a response's opcode is sent (a READ RESPONSE LAST whose AETH is a NAK makes rxe_completer WARN; PKTFUZZ_RESPONSES_ON_RXE=1 sends them)"
-		nr=1
+	local d0 src prc nr=${PKTFUZZ_NO_RESPONSES:-} nz=${PKTFUZZ_NO_ZERO_WRITES:-}
+	if [ "$DRIVER" = rxe ] && [ -z "${PKTFUZZ_ALL_ON_RXE:-}" ]; then
+		echo "rxe: no packet with a response's opcode and no RDMA WRITE with RETH length 0 is sent (each makes rxe WARN; PKTFUZZ_ALL_ON_RXE=1 sends them)"
+		nr=1 nz=1
 	fi
 	peer_net || return 1
 	ip link set tveth0 mtu 9000 && ip -n tpeer link set tveth1 mtu 9000 || return 1
 	peer_start mutate $((PKTFUZZ_SECONDS + 240)) $((PKTFUZZ_SECONDS + 600)) || return 1
 	d0=$(dmesg | wc -l)
-	PKTFUZZ_NO_RESPONSES=$nr ip netns exec tpeer timeout $((PKTFUZZ_SECONDS + 120)) \
+	PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer timeout $((PKTFUZZ_SECONDS + 120)) \
 		python3 "$HOST/roce_send.py" --mutate \
 		10.9.0.2 10.9.0.1 "$PQ" "$PKTFUZZ_SECONDS" "$PKTFUZZ_MAX" "$PKTFUZZ_RATE" "${PKTFUZZ_SEED:-}"
 	src=$?

@@ -652,6 +652,9 @@ class Fuzz:
             self.CLASSES = tuple(c for c in self.CLASSES if c[0] in keep)
             self.GENTLE = tuple(c for c in self.GENTLE if c[0] in keep)
         self.no_responses = os.environ.get("PKTFUZZ_NO_RESPONSES") == "1"
+        # PKTFUZZ_NO_ZERO_WRITES=1: no RDMA WRITE FIRST or ONLY (RC or UC) whose RETH
+        # DMA length is 0, whatever made it one.
+        self.no_zero_writes = os.environ.get("PKTFUZZ_NO_ZERO_WRITES") == "1"
         self.held = 0
         self.t0 = time.monotonic()
         trace = os.environ.get("PKTFUZZ_TRACE")
@@ -951,6 +954,10 @@ class Fuzz:
         if self.no_responses and transport and 0x0D <= transport[0] <= 0x12:
             self.held += 1
             return
+        if (self.no_zero_writes and len(transport) >= 28 and transport[0] >> 5 in (0, 1)
+                and transport[0] & 0x1F in (0x06, 0x0A, 0x0B) and transport[24:28] == bytes(4)):
+            self.held += 1
+            return
         self.serial += 1
         crc = icrc(self.src, self.dst, transport)
         if bad_icrc:
@@ -1079,7 +1086,7 @@ def mutate(args):
         f.trace.close()
     print(f"sent {n - f.held} packets in {took:.1f} s ({n / took:.0f}/s), seed {seed}; "
           f"{f.unsendable} too long to send" +
-          (f", {f.held} with a response's opcode held back" if f.no_responses else ""))
+          (f", {f.held} held back (PKTFUZZ_NO_*)" if f.held else ""))
     print("per mutation class: " + ", ".join(f"{k} {v}" for k, v in sorted(f.sent.items())))
     print("must be dropped: " + (", ".join(f"{k} {v}" for k, v in sorted(f.drops.items()))
                                  or "none") + f" ({len(f.forbidden)} in all)")
