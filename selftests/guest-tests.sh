@@ -1059,9 +1059,9 @@ t_pktfuzz() {
 	ip link set tveth0 mtu 9000 && ip -n tpeer link set tveth1 mtu 9000 || return 1
 	peer_start mutate $((PKTFUZZ_SECONDS + 240)) $((PKTFUZZ_SECONDS + 600)) || return 1
 	d0=$(dmesg | wc -l)
-	PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer timeout $((PKTFUZZ_SECONDS + 120)) \
-		python3 "$HOST/roce_send.py" --mutate \
-		10.9.0.2 10.9.0.1 "$PQ" "$PKTFUZZ_SECONDS" "$PKTFUZZ_MAX" "$PKTFUZZ_RATE" "${PKTFUZZ_SEED:-}"
+	PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer \
+		timeout $((PKTFUZZ_SECONDS + 120)) python3 "$HOST/roce_send.py" --mutate 10.9.0.2 10.9.0.1 \
+		"$PQ" "$PKTFUZZ_SECONDS" "$PKTFUZZ_MAX" "$PKTFUZZ_RATE" "${PKTFUZZ_SEED:-}"
 	src=$?
 	peer_finish
 	prc=$?
