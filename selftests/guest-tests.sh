@@ -904,10 +904,11 @@ peer_net() {
 	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
 	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
 }
-# peer_start MODE [GO_TIMEOUT]: peer_qps.py MODE in the background, until its ready line.
+# peer_start MODE [GO_TIMEOUT [LIFETIME]]: peer_qps.py MODE in the background (killed
+# after LIFETIME seconds, 600 by default), until its ready line.
 peer_start() {
 	rm -rf "$PQ" && mkdir -p "$PQ" || return 1
-	timeout 600 python3 "$HOST/peer_qps.py" "$1" "$DEV" 10.9.0.1 10.9.0.2 "$PQ" "${2:-60}" \
+	timeout "${3:-600}" python3 "$HOST/peer_qps.py" "$1" "$DEV" 10.9.0.1 10.9.0.2 "$PQ" "${2:-60}" \
 		> "$PQ/out" 2>&1 &
 	ppid=$!
 	i=0
@@ -1024,6 +1025,58 @@ t_pkey_mismatch() {
 	peer_finish
 	prc=$?
 	rdma statistic show link "$DEV/1"
+	[ $src = 0 ] && [ $prc = 0 ]
+}
+# The packet mutation fuzzer (roce_send.py --mutate says what it sends, peer_qps.py
+# mutate what it checks): valid packets of every RC, UC and UD opcode, aimed at live QPs
+# of the three transports at the PSNs they expect, with a key that opens 8 KiB, are
+# mutated one packet a message (PSNs about the window's edges, RETH lengths and
+# addresses at their limits, keys a bit away, pads, lengths, truncation at every header
+# boundary, neighbouring opcodes, header bit flips, a few wrong ICRCs) and sent at
+# PKTFUZZ_RATE packets a second for PKTFUZZ_SECONDS (75) or PKTFUZZ_MAX packets, over
+# a veth pair of MTU 9000 (payloads past the path MTU get through). Meanwhile
+# peer_qps.py checks each completion, reposts receives and work, and takes a QP in the
+# error state back to RTS. Afterwards nothing outside the key's range changed, no
+# receive took a packet that had to be dropped, two fresh RC QPs move data, and the
+# kernel logged no BUG, WARNING, KASAN, lockdep, stall or Rust panic (an overflow
+# check's "attempt to add with overflow" included). The first line of the sender's
+# output is its seed: PKTFUZZ_SEED replays its choices (the QPs' answers steer the PSNs),
+# PKTFUZZ_TRACE=FILE writes every packet sent to FILE, PKTFUZZ_CLASSES=a,b,... sends
+# only those mutation classes. On rxe two kinds of packet do not go out, each of which
+# makes rxe WARN: a packet with a response's opcode (a READ RESPONSE LAST whose AETH
+# syndrome is a NAK, after the FIRST and MIDDLE of a READ outstanding, makes
+# rxe_completer() WARN and complete the READ successfully without its last part), and
+# an RC or UC RDMA WRITE whose RETH DMA length is 0 with a payload (rxe_mr_copy() WARNs
+# on the NULL MR, once a packet). PKTFUZZ_ALL_ON_RXE=1 sends them there too.
+PKTFUZZ_SECONDS=${PKTFUZZ_SECONDS:-75}
+PKTFUZZ_MAX=${PKTFUZZ_MAX:-30000}
+PKTFUZZ_RATE=${PKTFUZZ_RATE:-200}
+t_pktfuzz() {
+	local d0 src prc nr=${PKTFUZZ_NO_RESPONSES:-} nz=${PKTFUZZ_NO_ZERO_WRITES:-}
+	if [ "$DRIVER" = rxe ] && [ -z "${PKTFUZZ_ALL_ON_RXE:-}" ]; then
+		echo "rxe: no packet with a response's opcode and no RDMA WRITE with RETH length 0 is sent (each makes rxe WARN; PKTFUZZ_ALL_ON_RXE=1 sends them)"
+		nr=1 nz=1
+	fi
+	peer_net || return 1
+	ip link set tveth0 mtu 9000 && ip -n tpeer link set tveth1 mtu 9000 || return 1
+	peer_start mutate $((PKTFUZZ_SECONDS + 240)) $((PKTFUZZ_SECONDS + 600)) || return 1
+	d0=$(dmesg | wc -l)
+	PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer \
+		timeout $((PKTFUZZ_SECONDS + 120)) python3 "$HOST/roce_send.py" --mutate 10.9.0.2 10.9.0.1 \
+		"$PQ" "$PKTFUZZ_SECONDS" "$PKTFUZZ_MAX" "$PKTFUZZ_RATE" "${PKTFUZZ_SEED:-}"
+	src=$?
+	peer_finish
+	prc=$?
+	rdma statistic show link "$DEV/1"
+	dmesg | tail -n +$((d0 + 1)) > /tmp/pktfuzz.dmesg
+	{ kernel_reports < /tmp/pktfuzz.dmesg
+	  grep -E 'panicked at|attempt to [a-z]+ with overflow' /tmp/pktfuzz.dmesg; } > /tmp/pktfuzz.reports
+	if [ -s /tmp/pktfuzz.reports ]; then
+		echo "kernel reports during the run ($(wc -l < /tmp/pktfuzz.reports)), the first with what follows it:"
+		head -n 10 /tmp/pktfuzz.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/pktfuzz.reports)" /tmp/pktfuzz.dmesg
+		return 1
+	fi
 	[ $src = 0 ] && [ $prc = 0 ]
 }
 # RC over a lossy, reordering, duplicating link (tc netem on both ends of a veth pair
@@ -1319,6 +1372,7 @@ run forged_responses_unsent_psns t_forged_responses
 run reth_length_above_2g t_reth_long
 run duplicate_read_storm t_dup_read_storm
 run pkey_mismatch_dropped t_pkey_mismatch
+run packet_mutation_fuzz t_pktfuzz
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device

@@ -35,9 +35,21 @@ pkey    An RC QP with receives posted and a remotely writable canary, and a UD Q
         match the port's (0xffff), then control packets: one RC SEND with P_Key 0xffff,
         datagrams with 0x7fff (a limited member of the default partition, which matches
         a full member) and 0xffff. Afterwards exactly the control packets were received,
-        with their data, and the canary is intact."""
+        with their data, and the canary is intact.
+mutate  Live QPs of the three transports for roce_send.py --mutate (see class Mutate):
+        two RC QPs with receives posted and RDMA READ, atomic, SEND and WRITE work
+        outstanding towards the peer, a UC and a UD QP with receives posted, a remote
+        key opening 8 KiB (read, write, atomic, flush) between pages no key opens, and
+        memory that no key of the peer opens for writing. While the packets come they
+        are kept alive: completions are checked as they come, receives posted again,
+        work posted again, and a QP in the error state is taken back to RTS (the
+        sender learns of it through DIR/epochs). Afterwards nothing was written outside
+        what the key opens, no receive took a packet that had to be dropped (its tag is
+        in DIR/forbidden), and two fresh RC QPs move data through the device."""
 import ipaddress
+import json
 import os
+import random
 import sys
 import time
 
@@ -53,6 +65,7 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 from live_qps import GRH, PORT, QKEY, Failed, Ud, gid_index, log
+from live_qps import poll as poll_ok
 
 LW = ibv_access_flags.IBV_ACCESS_LOCAL_WRITE
 RW = ibv_access_flags.IBV_ACCESS_REMOTE_WRITE
@@ -354,7 +367,430 @@ class Pkey:
         log("P_Key: only the control packets were received, canary intact")
 
 
-MODES = {"forged": Forged, "reth": Reth, "storm": Storm, "pkey": Pkey}
+# Mode mutate. The peer's QP numbers (the destinations of the device's QPs), each QP's
+# PSNs, and the fake remote key of the work the RC QPs send towards the peer.
+MUT_MTU = 1024
+MUT_SLOT = 4096              # the SGE of an RC or UC receive
+MUT_UD_SLOT = GRH + MUT_MTU  # the SGE of a UD receive
+MUT_GUARD = 256              # canary bytes before and after every local buffer
+MUT_NRECV = 8
+MUT_TARGET = 8192            # bytes the target key opens
+MUT_READ = 3000              # the RC QPs' RDMA READ towards the peer: three responses
+MUT_TAG = b"MUTF"            # roce_send.py --mutate's payloads: MUT_TAG, then a serial
+PAGE = 4096
+MUT_QPS = (  # name, transport, peer QPN, rq_psn, sq_psn
+    ("rc0", "rc", 0x000601, 0xFFFFF0, 0x3FFFFE),
+    ("rc1", "rc", 0x000602, 0x000010, 0xFFFFFD),
+    ("uc0", "uc", 0x000603, 0x7FFFF8, 0x000100),
+    ("ud0", "ud", 0x000604, 0, 0x000200),
+)
+PROTECTED = 0xA5
+QPT = {"rc": ibv_qp_type.IBV_QPT_RC, "uc": ibv_qp_type.IBV_QPT_UC,
+       "ud": ibv_qp_type.IBV_QPT_UD}
+M = ibv_qp_attr_mask
+FLUSH_ACCESS = (ibv_access_flags.IBV_ACCESS_FLUSH_GLOBAL |
+                ibv_access_flags.IBV_ACCESS_FLUSH_PERSISTENT)
+SUCCESS = ibv_wc_status.IBV_WC_SUCCESS
+FLUSHED = ibv_wc_status.IBV_WC_WR_FLUSH_ERR
+STATUS = {int(getattr(ibv_wc_status, n)): n[7:].lower()
+          for n in dir(ibv_wc_status) if n.startswith("IBV_WC_")}
+
+
+class Slots:
+    """n local buffers of `size` bytes in one MR of local write access only, each
+    between two MUT_GUARD-byte runs of the canary that nothing may write."""
+
+    def __init__(self, pd, n, size):
+        self.n, self.size = n, size
+        self.stride = MUT_GUARD + size
+        total = n * self.stride + MUT_GUARD
+        self.mr = MR(pd, total, LW)
+        self.mr.write(bytes([CANARY]) * total, total, 0)
+
+    def addr(self, i):
+        return self.mr.buf + i * self.stride + MUT_GUARD
+
+    def sge(self, i):
+        return SGE(self.addr(i), self.size, self.mr.lkey)
+
+    def read(self, i, n):
+        return self.mr.read(n, i * self.stride + MUT_GUARD)
+
+    def bad_guards(self):
+        g = bytes([CANARY]) * MUT_GUARD
+        return [i for i in range(self.n + 1) if self.mr.read(MUT_GUARD, i * self.stride) != g]
+
+
+class MutQp:
+    """One QP that roce_send.py --mutate aims at: its CQs, receive slots, the work it
+    posted that has not completed yet, and what its completions showed."""
+
+    def __init__(self, ctx, pd, gidx, peer, name, kind, dest, rq_psn, sq_psn, access):
+        self.name, self.kind, self.dest = name, kind, dest
+        self.rq_psn, self.sq_psn, self.access = rq_psn, sq_psn, access
+        self.gidx, self.peer = gidx, peer
+        self.scq = CQ(ctx, 64, None, None, 0)
+        self.rcq = CQ(ctx, 64, None, None, 0)
+        cap = QPCap(max_send_wr=16, max_recv_wr=MUT_NRECV, max_send_sge=1, max_recv_sge=1)
+        init = QPInitAttr(qp_type=QPT[kind], scq=self.scq, rcq=self.rcq, cap=cap,
+                          sq_sig_all=1)
+        self.qp = QP(pd, init)
+        self.qpn = self.qp.qp_num
+        self.slots = Slots(pd, MUT_NRECV, MUT_UD_SLOT if kind == "ud" else MUT_SLOT)
+        self.free = set(range(MUT_NRECV))
+        self.recv_out, self.send_out = {}, {}
+        self.seen = set()
+        self.next_id = 1
+        self.epoch = 0
+        self.tags, self.bad, self.stats = [], [], {}
+        self.retried = 0      # revivals that found the QP in the error state again
+        self.late = 0         # WQEs posted after the QP was last seen in RTS, lost
+        self.rts_at = 0.0     # when a query that found the QP in RTS began
+        self.posted_at = 0.0
+        if kind == "rc":
+            self.src = MR(pd, MUT_SLOT, LW)
+            self.src.write(b"\x33" * MUT_SLOT, MUT_SLOT, 0)
+            self.rd = Slots(pd, 1, MUT_READ)   # the READ's local buffer
+            self.at = Slots(pd, 1, 8)          # the atomic's original value
+        if dest is not None:
+            self.connect()
+            self.post_free()
+
+    def modify(self, mask, **kw):
+        attr = QPAttr(port_num=PORT)
+        for k, v in kw.items():
+            setattr(attr, k, v)
+        self.qp.modify(attr, mask)
+
+    def connect(self):
+        """From RESET to RTS, with the QP's PSNs and its peer."""
+        st = ibv_qp_state
+        if self.kind == "ud":
+            self.modify(M.IBV_QP_STATE | M.IBV_QP_PKEY_INDEX | M.IBV_QP_PORT | M.IBV_QP_QKEY,
+                        qp_state=st.IBV_QPS_INIT, pkey_index=0, qkey=QKEY)
+            self.modify(M.IBV_QP_STATE, qp_state=st.IBV_QPS_RTR)
+            self.modify(M.IBV_QP_STATE | M.IBV_QP_SQ_PSN, qp_state=st.IBV_QPS_RTS,
+                        sq_psn=self.sq_psn)
+            return
+        self.modify(M.IBV_QP_STATE | M.IBV_QP_PKEY_INDEX | M.IBV_QP_PORT |
+                    M.IBV_QP_ACCESS_FLAGS, qp_state=st.IBV_QPS_INIT, pkey_index=0,
+                    qp_access_flags=self.access)
+        gr = GlobalRoute(dgid=self.peer, sgid_index=self.gidx)
+        av = AHAttr(port_num=PORT, is_global=1, gr=gr, dlid=0)
+        rtr = dict(qp_state=st.IBV_QPS_RTR, ah_attr=av, path_mtu=ibv_mtu.IBV_MTU_1024,
+                   dest_qp_num=self.dest, rq_psn=self.rq_psn)
+        mask = (M.IBV_QP_STATE | M.IBV_QP_AV | M.IBV_QP_PATH_MTU | M.IBV_QP_DEST_QPN |
+                M.IBV_QP_RQ_PSN)
+        if self.kind == "rc":
+            rtr.update(max_dest_rd_atomic=4, min_rnr_timer=12)
+            mask |= M.IBV_QP_MAX_DEST_RD_ATOMIC | M.IBV_QP_MIN_RNR_TIMER
+        self.modify(mask, **rtr)
+        rts = dict(qp_state=st.IBV_QPS_RTS, sq_psn=self.sq_psn)
+        mask = M.IBV_QP_STATE | M.IBV_QP_SQ_PSN
+        if self.kind == "rc":
+            # 4.096 us * 2^18, about 1 s: an unanswered request goes out again (the
+            # peer sees more of them), and after 7 retries the QP fails and is revived.
+            rts.update(timeout=18, retry_cnt=7, rnr_retry=7, max_rd_atomic=4)
+            mask |= (M.IBV_QP_TIMEOUT | M.IBV_QP_RETRY_CNT | M.IBV_QP_RNR_RETRY |
+                     M.IBV_QP_MAX_QP_RD_ATOMIC)
+        self.modify(mask, **rts)
+
+    def state(self):
+        t = time.monotonic()
+        st = self.qp.query(M.IBV_QP_STATE)[0].qp_state
+        if st == ibv_qp_state.IBV_QPS_RTS:
+            self.rts_at = t
+        return st
+
+    def new_id(self):
+        self.next_id += 1
+        return self.next_id
+
+    def post_free(self):
+        for s in sorted(self.free):
+            wr_id = self.new_id()
+            self.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[self.slots.sge(s)]), None)
+            self.recv_out[wr_id] = (s, time.monotonic())
+        self.free.clear()
+
+    def post_work(self):
+        """An RC QP's work towards the peer: a READ, a FETCH_ADD, a SEND of two packets
+        and a WRITE, all at a key and address of the peer's that mean nothing."""
+        op = ibv_wr_opcode
+        works = ((op.IBV_WR_RDMA_READ, SGE(self.rd.addr(0), MUT_READ, self.rd.mr.lkey),
+                  (0x1234, 0x10000), None),
+                 (op.IBV_WR_ATOMIC_FETCH_AND_ADD, SGE(self.at.addr(0), 8, self.at.mr.lkey),
+                  None, (0x1234, 0x20000, 1, 0)),
+                 (op.IBV_WR_SEND, SGE(self.src.buf, 1500, self.src.lkey), None, None),
+                 (op.IBV_WR_RDMA_WRITE, SGE(self.src.buf, 200, self.src.lkey),
+                  (0x1234, 0x30000), None))
+        for opcode, sge, rdma, atomic in works:
+            wr_id = self.new_id()
+            wr = SendWR(wr_id=wr_id, opcode=opcode, num_sge=1, sg=[sge],
+                        send_flags=ibv_send_flags.IBV_SEND_SIGNALED)
+            if rdma:
+                wr.set_wr_rdma(*rdma)
+            if atomic:
+                wr.set_wr_atomic(*atomic)
+            self.qp.post_send(wr, None)
+            self.send_out[wr_id] = (opcode, time.monotonic())
+        self.posted_at = time.monotonic()
+
+    def poll(self):
+        for kind, cq in (("send", self.scq), ("recv", self.rcq)):
+            while True:
+                got, wcs = cq.poll(16)
+                if not got:
+                    break
+                for w in wcs[:got]:
+                    self.completed(kind, w)
+
+    def completed(self, kind, w):
+        wr_id, status = w.wr_id, int(w.status)
+        key = f"{kind} {STATUS.get(status, status)}"
+        self.stats[key] = self.stats.get(key, 0) + 1
+        if wr_id in self.seen:
+            self.bad.append(f"{self.name}: {kind} wr_id {wr_id} completed twice")
+            return
+        self.seen.add(wr_id)
+        out = self.recv_out if kind == "recv" else self.send_out
+        if wr_id not in out:
+            self.bad.append(f"{self.name}: a {kind} completion for wr_id {wr_id}, "
+                            "never posted")
+            return
+        what = out.pop(wr_id)
+        if kind == "send":
+            return
+        slot = what[0]
+        if status == SUCCESS:
+            if w.byte_len > self.slots.size:
+                self.bad.append(f"{self.name}: a receive of {w.byte_len} bytes into a "
+                                f"{self.slots.size}-byte buffer")
+            off = GRH if self.kind == "ud" else 0
+            head = self.slots.read(slot, off + 8)[off:]
+            if w.byte_len >= off + 8 and head[:4] == MUT_TAG:
+                self.tags.append(int.from_bytes(head[4:8], "big"))
+        # The receive goes back while the QP is in RTS (else when it is revived).
+        self.free.add(slot)
+        if status != FLUSHED and self.state() == ibv_qp_state.IBV_QPS_RTS:
+            self.post_free()
+
+    def revive(self):
+        """From the error state back to RTS: first every WQE posted while the QP was
+        in RTS must complete (flushed), then RESET, the same PSNs, receives posted
+        again. (What was posted after it left RTS may wait: a process posts receives
+        into the ring without a system call, and nothing flushes them until the device
+        next looks at the queue; RESET drops them.)"""
+        end = time.monotonic() + 2
+        while (self.recv_out or self.send_out) and time.monotonic() < end:
+            self.poll()
+            time.sleep(0.01)
+        left = list(self.recv_out.values()) + list(self.send_out.values())
+        early = [x for x in left if x[1] < self.rts_at]
+        self.late += len(left) - len(early)
+        if early:
+            self.bad.append(f"{self.name}: {len(early)} WQE(s) posted while it was in RTS "
+                            "did not complete within 2 s of the error state")
+        self.free.update(s for s, _ in self.recv_out.values())
+        self.recv_out.clear()
+        self.send_out.clear()
+        # A packet may move the QP to the error state again while it is in RTR, and
+        # the move to RTS then fails: from RESET again, a few times.
+        for i in range(5):
+            self.modify(M.IBV_QP_STATE, qp_state=ibv_qp_state.IBV_QPS_RESET)
+            try:
+                self.connect()
+                break
+            except Exception:
+                self.retried += 1
+                if i == 4:
+                    raise
+        self.epoch += 1
+        self.post_free()
+
+
+class Mutate:
+    """Targets of roce_send.py --mutate, kept alive while it sends (see until())."""
+
+    def __init__(self, ctx, pd, gidx, peer):
+        self.ctx, self.pd, self.gidx = ctx, pd, gidx
+        acc = LW | RW | RR | RA
+        # The target: MUT_TARGET bytes in the middle of a local-only MR of three pages;
+        # the first and last page are the canary no key opens.
+        self.back = MR(pd, MUT_TARGET + 2 * PAGE, LW)
+        self.back.write(bytes([CANARY]) * (MUT_TARGET + 2 * PAGE), MUT_TARGET + 2 * PAGE, 0)
+        # With FLUSH access for both placement types if the driver allows it (rxe
+        # allows persistence only on persistent memory), else for global visibility.
+        self.target = None
+        for extra in (FLUSH_ACCESS, ibv_access_flags.IBV_ACCESS_FLUSH_GLOBAL, 0):
+            try:
+                self.target = MR(pd, MUT_TARGET, acc | extra, address=self.back.buf + PAGE)
+            except Exception:
+                continue
+            self.flush = extra
+            break
+        if self.target is None:
+            raise Failed("cannot register the target MR")
+        self.target.write(b"\x11" * MUT_TARGET, MUT_TARGET, 0)
+        # Memory no key of the peer opens for writing: a remotely readable MR of this
+        # PD, and a fully open MR of another PD.
+        self.ro = MR(pd, PAGE, LW | RR)
+        self.pd2 = PD(ctx)
+        self.other = MR(self.pd2, PAGE, acc)
+        for mr in (self.ro, self.other):
+            mr.write(bytes([PROTECTED]) * PAGE, PAGE, 0)
+        self.qps = []
+        for name, kind, dest, rq, sq in MUT_QPS:
+            access = {"rc": acc, "uc": LW | RW, "ud": LW}[kind]
+            self.qps.append(MutQp(ctx, pd, gidx, peer, name, kind, dest, rq, sq, access))
+        self.dir = None
+        self.revived = 0
+
+    def ready(self):
+        return (" ".join(f"{q.name}={q.qpn}" for q in self.qps) +
+                f" rkey={self.target.rkey} va={self.target.buf} len={MUT_TARGET}")
+
+    def publish(self, d):
+        """DIR/targets: what roce_send.py --mutate aims at (JSON)."""
+        self.dir = d
+        okeys = sorted({self.back.lkey, self.back.rkey, self.ro.lkey, self.other.rkey,
+                        self.other.lkey} - {0})
+        t = {"mtu": MUT_MTU, "qkey": QKEY, "rkey": self.target.rkey, "va": self.target.buf,
+             "len": MUT_TARGET, "rokey": self.ro.rkey, "rova": self.ro.buf,
+             "okeys": okeys, "flush": bool(self.flush),
+             "flush_persistent": self.flush == FLUSH_ACCESS,
+             "qps": [{"name": q.name, "kind": q.kind, "qpn": q.qpn, "rq_psn": q.rq_psn,
+                      "sq_psn": q.sq_psn, "dest": q.dest} for q in self.qps]}
+        with open(os.path.join(d, "targets"), "w") as f:
+            json.dump(t, f)
+        self.write_epochs()
+
+    def write_epochs(self):
+        tmp = os.path.join(self.dir, "epochs.tmp")
+        with open(tmp, "w") as f:
+            json.dump({str(q.qpn): q.epoch for q in self.qps}, f)
+        os.replace(tmp, os.path.join(self.dir, "epochs"))
+
+    def start(self):
+        for q in self.qps:
+            if q.kind == "rc":
+                q.post_work()
+
+    def until(self, go, timeout):
+        """Polls every QP until `go` appears: completions checked, receives posted
+        again; ten times a second a QP in the error state is revived, and an RC QP
+        whose work all completed gets new work."""
+        end = time.monotonic() + timeout
+        last = 0.0
+        while not os.path.exists(go):
+            now = time.monotonic()
+            if now > end:
+                raise Failed(f"{go} did not appear in {timeout} s")
+            for q in self.qps:
+                q.poll()
+            if now - last >= 0.1:
+                last = now
+                changed = False
+                for q in self.qps:
+                    st = q.state()
+                    if st == ibv_qp_state.IBV_QPS_ERR:
+                        q.revive()
+                        self.revived += 1
+                        changed = True
+                    elif (q.kind == "rc" and not q.send_out and st == ibv_qp_state.IBV_QPS_RTS
+                          and now - q.posted_at > 1):
+                        q.post_work()
+                if changed:
+                    self.write_epochs()
+            time.sleep(0.02)
+
+    def check(self):
+        bad = []
+        for q in self.qps:
+            q.poll()
+        try:
+            with open(os.path.join(self.dir, "forbidden")) as f:
+                forbidden = {int(x) for x in f.read().split()}
+        except OSError:
+            forbidden = set()
+            bad.append("roce_send.py left no DIR/forbidden")
+        for q in self.qps:
+            st = q.state()
+            log(f"{q.name} (QPN {q.qpn}): state {st}, revived {q.epoch} time(s) "
+                f"({q.retried} begun again: back in the error state before RTS), "
+                f"{len(q.tags)} tagged receive(s), {q.late} WQE(s) posted after it left "
+                "RTS dropped by RESET; completions: " +
+                ", ".join(f"{v} {k}" for k, v in sorted(q.stats.items())))
+            if st not in (ibv_qp_state.IBV_QPS_RTS, ibv_qp_state.IBV_QPS_ERR):
+                bad.append(f"{q.name} in state {st}, neither RTS nor the error state")
+            bad += q.bad
+            took = sorted(set(q.tags) & forbidden)
+            if took:
+                bad.append(f"{q.name} received packets that must be dropped (bad ICRC, "
+                           f"P_Key, transport or Q_Key): serials {took[:20]}")
+            for name, slots in (("receive", q.slots),) + (
+                    (("READ", q.rd), ("atomic", q.at)) if q.kind == "rc" else ()):
+                g = slots.bad_guards()
+                if g:
+                    bad.append(f"{q.name}: the canary around its {name} buffer(s) was "
+                               f"written (guards {g})")
+        canary = bytes([CANARY]) * PAGE
+        if (self.back.read(PAGE, 0) != canary or
+                self.back.read(PAGE, PAGE + MUT_TARGET) != canary):
+            bad.append("the pages around the target key's range were written")
+        prot = bytes([PROTECTED]) * PAGE
+        if self.ro.read(PAGE, 0) != prot:
+            bad.append("the remotely read-only MR was written")
+        if self.other.read(PAGE, 0) != prot:
+            bad.append("the MR of another PD was written")
+        log(f"forbidden packets: {len(forbidden)}; QPs revived {self.revived} time(s); "
+            f"target key's FLUSH access flags: {int(self.flush):#x}")
+        if bad:
+            raise Failed("; ".join(bad))
+        self.data_moves()
+        log("mutated packets: nothing written outside what the key opens, no dropped "
+            "packet received, the device still moves data")
+
+    def data_moves(self):
+        """Two fresh RC QPs of the device, connected to each other: a SEND, an RDMA
+        WRITE and an RDMA READ back, data checked."""
+        me = self.ctx.query_gid(PORT, self.gidx)
+        acc = LW | RW | RR
+        a = MutQp(self.ctx, self.pd, self.gidx, me, "A", "rc", None, 0x100, 0x200, acc)
+        b = MutQp(self.ctx, self.pd, self.gidx, me, "B", "rc", None, 0x200, 0x100, acc)
+        for x, y in ((a, b), (b, a)):
+            x.dest = y.qpn
+            x.connect()
+            x.post_free()
+        data = bytes(random.Random(7).randrange(256) for _ in range(4000))
+        a.src.write(data[:MUT_SLOT], min(len(data), MUT_SLOT), 0)
+        win = MR(self.pd, MUT_SLOT, acc)
+        op = ibv_wr_opcode
+        steps = ((op.IBV_WR_SEND, SGE(a.src.buf, 3000, a.src.lkey), None),
+                 (op.IBV_WR_RDMA_WRITE, SGE(a.src.buf, 4000, a.src.lkey), (win.rkey, win.buf)),
+                 (op.IBV_WR_RDMA_READ, SGE(a.rd.addr(0), MUT_READ, a.rd.mr.lkey),
+                  (win.rkey, win.buf + 500)))
+        for i, (opcode, sge, rdma) in enumerate(steps):
+            wr = SendWR(wr_id=i, opcode=opcode, num_sge=1, sg=[sge],
+                        send_flags=ibv_send_flags.IBV_SEND_SIGNALED)
+            if rdma:
+                wr.set_wr_rdma(*rdma)
+            a.qp.post_send(wr, None)
+            poll_ok(a.scq, f"loopback {opcode}")
+        wc = poll_ok(b.rcq, "loopback SEND (receive)")[0]
+        slot = b.recv_out.get(wc.wr_id, (None,))[0]
+        if slot is None or wc.byte_len != 3000 or b.slots.read(slot, 3000) != data[:3000]:
+            raise Failed(f"loopback SEND: receive wr_id {wc.wr_id} byte_len {wc.byte_len}, "
+                         "data differs")
+        if win.read(4000, 0) != data:
+            raise Failed("loopback RDMA WRITE: data differs")
+        if a.rd.read(0, MUT_READ) != data[500:500 + MUT_READ] or a.rd.bad_guards():
+            raise Failed("loopback RDMA READ: data differs or its canary was written")
+        log("two fresh RC QPs: SEND 3000 B, RDMA WRITE 4000 B, RDMA READ 3000 B, data ok")
+
+
+MODES = {"forged": Forged, "reth": Reth, "storm": Storm, "pkey": Pkey,
+         "mutate": Mutate}
 
 
 def main():
@@ -364,11 +800,16 @@ def main():
     gidx = gid_index(ctx, addr)
     pd = PD(ctx)
     t = MODES[mode](ctx, pd, gidx, gid_of(peer))
+    if hasattr(t, "publish"):
+        t.publish(d)
     log(f"ready {t.ready()}")
     wait_file(os.path.join(d, "listen"), 60)
     t.start()
     log("posted")
-    wait_file(os.path.join(d, "go"), go_timeout)
+    if hasattr(t, "until"):
+        t.until(os.path.join(d, "go"), go_timeout)
+    else:
+        wait_file(os.path.join(d, "go"), go_timeout)
     t.check()
 
 

@@ -17,7 +17,12 @@ RC QP's PD that takes remote writes): each must be dropped without effect (see l
 for the classes). The last line printed says how many went out of each class.
 
 With --isol, the packets of isolation.c's live check (see isol()), from the address of
-the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791."""
+the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791.
+
+The modes --forged, --reth, --storm, --pkey and --mutate speak to peer_qps.py's QPs
+(see below); --mutate is the packet mutation fuzzer (see mutate())."""
+import json
+import os
 import random
 import socket
 import struct
@@ -36,7 +41,8 @@ def icrc(src, dst, transport):
                      socket.inet_aton(src), socket.inet_aton(dst))
     udp = struct.pack("!HHHH", SPORT, DPORT, 8 + len(transport) + 4, 0xFFFF)
     bth = bytearray(transport)
-    bth[4] = 0xFF
+    if len(bth) > 4:  # a truncated one (--mutate) may end before
+        bth[4] = 0xFF
     crc = zlib.crc32(b"\xff" * 8 + ip + udp + bytes(bth))
     return struct.pack("<I", crc)
 
@@ -541,8 +547,585 @@ def pkey(args):
 BAD_PKEYS = (0x0001, 0x8001, 0x0000, 0x8000, 0x7FFE, 0xFFFE)
 
 
+# Mode --mutate: valid packets of every opcode, aimed at peer_qps.py mutate's live QPs,
+# then mutated.
+MUT_TAG = b"MUTF"
+TRANSPORT = {"rc": 0, "uc": 1, "ud": 3}
+# Extension headers in wire order, each a struct format of its fields.
+EXT_FMT = {"feth": "!I", "deth": "!II", "reth": "!QII", "atomic": "!QIQQ", "aeth": "!I",
+           "aack": "!Q", "imm": "!I", "ieth": "!I"}
+EXT_ORDER = tuple(EXT_FMT)
+# The extension headers of each opcode (the low five bits for RC and UC; UD's by their
+# whole opcode).
+LAYOUT = {0x00: (), 0x01: (), 0x02: (), 0x03: ("imm",), 0x04: (), 0x05: ("imm",),
+          0x06: ("reth",), 0x07: (), 0x08: (), 0x09: ("imm",), 0x0A: ("reth",),
+          0x0B: ("reth", "imm"), 0x0C: ("reth",), 0x0D: ("aeth",), 0x0E: (),
+          0x0F: ("aeth",), 0x10: ("aeth",), 0x11: ("aeth",), 0x12: ("aeth", "aack"),
+          0x13: ("atomic",), 0x14: ("atomic",), 0x16: ("ieth",), 0x17: ("ieth",),
+          0x1C: ("feth", "reth"), 0x1D: ("reth",), 0x64: ("deth",), 0x65: ("deth", "imm")}
+PSN_DELTAS = (0, 1, -1, 2, -2, 16, -16, (1 << 22), -(1 << 22), (1 << 23) - 1,
+              -((1 << 23) - 1), 1 << 23, (1 << 23) + 1, -((1 << 23) + 1))
+RETH_LENS = (0, 1, MTU - 1, MTU, MTU + 1, 2 * MTU, 4096, (1 << 31) - 1, 1 << 31,
+             (1 << 32) - 1)
+PAYLOAD_LENS = (0, 1, 3, 4, 5, 8, MTU - 1, MTU, MTU + 1, MTU + 4, 2 * MTU, 4096)
+SYNDROMES_ANY = (0x00, 0x1F, 0x20, 0x2E, 0x3F, 0x40, 0x5F, 0x60, 0x61, 0x62, 0x63, 0x64,
+                 0x65, 0x7F, 0x80, 0xFF)
+
+
+class Raw:
+    """A packet under construction: BTH fields, extension headers (name -> fields),
+    a payload of `plen` bytes (MUT_TAG and the packet's serial first, then `fill`);
+    `pad` None means the pad count the payload needs, and the pad bytes are always
+    those the payload needs."""
+
+    def __init__(self, op, qpn, psn, plen=0, ack=True, **hdrs):
+        self.op, self.qpn, self.psn, self.plen, self.ack = op, qpn, psn, plen, ack
+        self.pkey, self.b1, self.resv = 0xFFFF, 0, 0
+        self.hdrs = {k: list(v) for k, v in hdrs.items()}
+        self.pad = None
+        self.fill = 0x77
+        self.cut = None      # bytes of the transport kept (truncation)
+        self.flips = ()      # (offset, xor) applied to the transport
+
+    def copy(self):
+        c = Raw(self.op, self.qpn, self.psn, self.plen, self.ack, **self.hdrs)
+        c.pkey, c.b1, c.resv, c.pad, c.fill = self.pkey, self.b1, self.resv, self.pad, self.fill
+        return c
+
+    def header_bytes(self):
+        out = b""
+        for name in EXT_ORDER:
+            if name in self.hdrs:
+                fmt = EXT_FMT[name]
+                vals = [v & ((1 << (64 if c == "Q" else 32)) - 1)
+                        for v, c in zip(self.hdrs[name], fmt[1:])]
+                out += struct.pack(fmt, *vals)
+        return out
+
+    def boundaries(self):
+        """Offsets where a header ends: 0, inside the BTH, after it and after each
+        extension header."""
+        b = [0, 1, 4, 8, 12]
+        at = 12
+        for name in EXT_ORDER:
+            if name in self.hdrs:
+                at += struct.calcsize(EXT_FMT[name])
+                b.append(at)
+        return b
+
+    def wire(self, serial):
+        natural = -self.plen % 4
+        pad = natural if self.pad is None else self.pad
+        b1 = ((pad & 3) << 4) | self.b1
+        t = struct.pack("!BBHII", self.op & 0xFF, b1, self.pkey, (self.resv << 24) |
+                        (self.qpn & 0xFFFFFF), (self.psn % PSN_MOD) | (self.ack << 31))
+        t += self.header_bytes()
+        tag = MUT_TAG + struct.pack("!I", serial)
+        t += (tag + bytes([self.fill]) * max(0, self.plen - 8))[:self.plen] + b"\0" * natural
+        if self.flips:
+            t = bytearray(t)
+            for off, x in self.flips:
+                if off < len(t):
+                    t[off] ^= x
+            t = bytes(t)
+        return t if self.cut is None else t[:self.cut]
+
+
+class Target:
+    """One of peer_qps.py's QPs as the sender sees it: where it expects the next
+    request (learnt from its answers and its revivals), and the requests it sent."""
+
+    def __init__(self, q):
+        self.name, self.kind, self.qpn = q["name"], q["kind"], q["qpn"]
+        self.rq_psn, self.sq_psn, self.dest = q["rq_psn"], q["sq_psn"], q["dest"]
+        self.expect = self.rq_psn
+        self.epoch = 0
+        self.reqs = []         # the QP's own requests, the last 16: (opcode, psn, bytes)
+        self.sent = 0
+        self.answers = {}
+
+    def base(self, low):
+        return (TRANSPORT[self.kind] << 5) | low
+
+
+class Fuzz:
+    """The sender of --mutate (see mutate())."""
+
+    def __init__(self, src, dst, d, seed):
+        with open(os.path.join(d, "targets")) as f:
+            self.t = json.load(f)
+        self.d = d
+        self.rng = random.Random(seed)
+        self.peer = Peer(src, dst)
+        self.peer.rx.setblocking(False)
+        self.src, self.dst = src, dst
+        self.targets = [Target(q) for q in self.t["qps"]]
+        self.gentle = next(x for x in self.targets if x.kind == "rc")
+        self.by_qpn = {x.qpn: x for x in self.targets}
+        self.by_dest = {x.dest: x for x in self.targets}
+        self.serial = 0
+        self.sent, self.answers, self.drops = {}, {}, {}
+        self.forbidden = []
+        self.recent = []       # recent unmutated packets (with their ICRC), for dup
+        self.unsendable = 0
+        self.epoch_t = 0.0
+        # PKTFUZZ_CLASSES=a,b,...: only these mutation classes (and "none").
+        # PKTFUZZ_NO_RESPONSES=1: nothing whose opcode is a response's (READ responses,
+        # ACKs, atomic ACKs) goes out, whatever made it one.
+        only = os.environ.get("PKTFUZZ_CLASSES")
+        if only:
+            keep = set(only.split(",")) | {"none"}
+            self.CLASSES = tuple(c for c in self.CLASSES if c[0] in keep)
+            self.GENTLE = tuple(c for c in self.GENTLE if c[0] in keep)
+        self.no_responses = os.environ.get("PKTFUZZ_NO_RESPONSES") == "1"
+        # PKTFUZZ_NO_ZERO_WRITES=1: no RDMA WRITE FIRST or ONLY (RC or UC) whose RETH
+        # DMA length is 0, whatever made it one.
+        self.no_zero_writes = os.environ.get("PKTFUZZ_NO_ZERO_WRITES") == "1"
+        self.held = 0
+        self.t0 = time.monotonic()
+        trace = os.environ.get("PKTFUZZ_TRACE")
+        self.trace = open(trace, "w", buffering=1) if trace else None  # kept on a crash
+
+    # Answers and revivals.
+    def take(self):
+        while True:
+            try:
+                b = self.peer.rx.recv(65536)
+            except BlockingIOError:
+                return
+            if len(b) < 16:
+                continue
+            op, psn = b[0], struct.unpack("!I", b[8:12])[0] & 0xFFFFFF
+            t = self.by_dest.get(struct.unpack("!I", b[4:8])[0] & 0xFFFFFF)
+            if op in RESPONSES:
+                k = RESPONSES[op]
+                if op in WITH_AETH:
+                    syn = b[12]
+                    if op == 0x11:
+                        k = syndrome_name(syn)
+                    if t and op == 0x11 and syn >> 5 == 0:
+                        t.expect = (psn + 1) % PSN_MOD
+                    elif t and op == 0x11 and syn == 0x60:
+                        t.expect = psn
+                    elif t and op in (0x0F, 0x10):
+                        t.expect = (psn + 1) % PSN_MOD
+            else:
+                k = f"request {op:#04x}"
+                if t:
+                    t.reqs = (t.reqs + [(op, psn, b[:-4])])[-16:]
+            self.answers[k] = self.answers.get(k, 0) + 1
+            if t:
+                t.answers[k] = t.answers.get(k, 0) + 1
+
+    def epochs(self):
+        try:
+            with open(os.path.join(self.d, "epochs")) as f:
+                e = json.load(f)
+        except (OSError, ValueError):
+            return
+        for t in self.targets:
+            n = e.get(str(t.qpn), 0)
+            if n != t.epoch:
+                t.epoch, t.expect, t.reqs = n, t.rq_psn, []
+
+    # Valid messages.
+    def va(self, size, align=1):
+        off = self.rng.randrange(0, max(1, self.t["len"] - size + 1))
+        return self.t["va"] + off - off % align
+
+    def payload_len(self):
+        return self.rng.choice((8, 16, 32, 61, 64, 200, 512, MTU - 3, MTU))
+
+    def requests(self, t):
+        """A valid message to t at the PSN it expects: (name, packets, PSNs it takes)."""
+        r, p, q, mtu, rkey = self.rng, t.expect, t.qpn, MTU, self.t["rkey"]
+        if t.kind == "ud":
+            qk = [self.t["qkey"], t.dest]
+            if r.random() < 0.5:
+                return "ud send only", [Raw(0x64, q, p, self.payload_len(), False, deth=qk)], 0
+            return "ud send only imm", [Raw(0x65, q, p, self.payload_len(), False, deth=qk,
+                                            imm=[r.getrandbits(32)])], 0
+        names = ["send only", "send only imm", "send multi", "write only", "write only imm",
+                 "write multi"]
+        if t.kind == "rc":
+            names += ["send only inv", "read", "cmp swap", "fetch add", "atomic write",
+                      "captured"]
+            if not self.no_responses:
+                names += ["response", "response"]
+            if self.t["flush"]:
+                names.append("flush")
+        name = r.choice(names)
+        b = t.base
+        if name == "send only":
+            return name, [Raw(b(0x04), q, p, self.payload_len())], 1
+        if name == "send only imm":
+            return name, [Raw(b(0x05), q, p, self.payload_len(), imm=[r.getrandbits(32)])], 1
+        if name == "send only inv":
+            return name, [Raw(0x17, q, p, self.payload_len(), ieth=[rkey])], 1
+        if name in ("send multi", "write multi"):
+            n = r.randrange(2, 5)
+            last = r.randrange(1, mtu + 1)
+            total = (n - 1) * mtu + last
+            w = name == "write multi"
+            first = Raw(b(0x06 if w else 0x00), q, p, mtu,
+                        **({"reth": [self.va(total), rkey, total]} if w else {}))
+            pk = [first] + [Raw(b(0x07 if w else 0x01), q, p + i, mtu) for i in range(1, n - 1)]
+            ends = [0x08, 0x09] if w else [0x02, 0x03] + ([0x16] if t.kind == "rc" else [])
+            end = r.choice(ends)
+            hd = {}
+            if end in (0x03, 0x09):
+                hd["imm"] = [r.getrandbits(32)]
+            if end == 0x16:
+                hd["ieth"] = [rkey]
+            pk.append(Raw(b(end), q, p + n - 1, last, **hd))
+            return name, pk, n
+        if name in ("write only", "write only imm"):
+            n = self.payload_len()
+            hd = {"reth": [self.va(n), rkey, n]}
+            if name.endswith("imm"):
+                hd["imm"] = [r.getrandbits(32)]
+            return name, [Raw(b(0x0B if "imm" in name else 0x0A), q, p, n, **hd)], 1
+        if name == "read":
+            n = r.choice((1, 8, 100, MTU, MTU + 1, 3000, 4096))
+            return name, [Raw(0x0C, q, p, reth=[self.va(n), rkey, n])], -(-n // mtu)
+        if name in ("cmp swap", "fetch add"):
+            return name, [Raw(0x13 if name == "cmp swap" else 0x14, q, p,
+                              atomic=[self.va(8, 8), rkey, r.getrandbits(64),
+                                      r.getrandbits(64)])], 1
+        if name == "atomic write":
+            return name, [Raw(0x1D, q, p, 8, reth=[self.va(8, 8), rkey, 8])], 1
+        if name == "flush":
+            n = r.choice((1, 64, MTU, 4096))
+            place = (1, 2, 3) if self.t.get("flush_persistent") else (1,)
+            return name, [Raw(0x1C, q, p, feth=[r.choice(place)],
+                              reth=[self.va(n), rkey, n])], 1
+        if name == "captured":
+            return self.captured(t)
+        return self.response(t)
+
+    def captured(self, t):
+        """One of the QP's own requests, sent back to it at the PSN it expects, with
+        the target key and an address of its range where it has a RETH or AtomicETH."""
+        reqs = [x for x in t.reqs if (x[0] & 0x1F) in LAYOUT and x[0] >> 5 == 0]
+        if not reqs:
+            return self.requests_plain(t)
+        op, _, b = self.rng.choice(reqs)
+        lay = LAYOUT[op & 0x1F]
+        hd, at = {}, 12
+        for name in EXT_ORDER:
+            if name in lay:
+                n = struct.calcsize(EXT_FMT[name])
+                hd[name] = list(struct.unpack(EXT_FMT[name], b[at:at + n]))
+                at += n
+        plen = max(0, len(b) - at - ((b[1] >> 4) & 3))
+        if "reth" in hd:
+            hd["reth"][0] = self.va(min(hd["reth"][2], self.t["len"]))
+            hd["reth"][1] = self.t["rkey"]
+        if "atomic" in hd:
+            hd["atomic"][0] = self.va(8, 8)
+            hd["atomic"][1] = self.t["rkey"]
+        psns = -(-hd["reth"][2] // MTU) if op == 0x0C else 1
+        return f"captured {op:#04x}", [Raw(op, t.qpn, t.expect, plen, **hd)], psns
+
+    def requests_plain(self, t):
+        return "send only", [Raw(t.base(0x04), t.qpn, t.expect, self.payload_len())], 1
+
+    def response(self, t):
+        """Responses to the QP's own requests (READ responses, an atomic ACK, an ACK),
+        at their PSNs; at its first send PSN if it sent nothing yet."""
+        r, q = self.rng, t.qpn
+        reqs = [x for x in t.reqs if x[0] in (0x0C, 0x13, 0x14, 0x02, 0x04, 0x0A, 0x08)]
+        msn = r.getrandbits(24)
+        if not reqs:
+            return "ack", [Raw(0x11, q, t.sq_psn, ack=False, aeth=[0x1F << 24 | msn])], 0
+        op, p, b = r.choice(reqs)
+        if op == 0x0C:
+            n = struct.unpack("!I", b[24:28])[0] if len(b) >= 28 else MTU
+            n = min(n, 64 * MTU)
+            if n <= MTU:
+                return "read response only", [Raw(0x10, q, p, n, False,
+                                                  aeth=[0x1F << 24 | msn])], 0
+            k = -(-n // MTU)
+            pk = [Raw(0x0D, q, p, MTU, False, aeth=[0x1F << 24 | msn])]
+            pk += [Raw(0x0E, q, p + i, MTU, False) for i in range(1, k - 1)]
+            pk.append(Raw(0x0F, q, p + k - 1, n - (k - 1) * MTU, False,
+                          aeth=[0x1F << 24 | msn]))
+            return "read response multi", pk, 0
+        if op in (0x13, 0x14):
+            return "atomic ack", [Raw(0x12, q, p, 0, False, aeth=[0x1F << 24 | msn],
+                                      aack=[r.getrandbits(64)])], 0
+        return "ack", [Raw(0x11, q, p, 0, False, aeth=[0x1F << 24 | msn])], 0
+
+    # Mutations: each changes one packet of a message, or returns False where it does
+    # not apply.
+    def key(self):
+        r, k = self.rng, self.t["rkey"]
+        return r.choice((k ^ r.randrange(1, 256), k ^ r.randrange(1, 256), k ^ 0x100,
+                         (k + 0x100) & 0xFFFFFFFF, 0, 0xFFFFFFFF, self.t["rokey"],
+                         r.choice(self.t["okeys"] or [0])))
+
+    def edge(self):
+        va, n = self.t["va"], self.t["len"]
+        top = 1 << 64
+        return self.rng.choice((va, va + 1, va + 4, va + n - 1, va + n - 8, va + n,
+                                va + n - MTU, va + n - MTU + 1, va - 1, va - 8, va - MTU,
+                                0, 1, top - 1, top - 8, top - MTU, top - 4096, 1 << 63))
+
+    def mutate_one(self, cls, p, t):
+        r = self.rng
+        h = p.hdrs
+        if cls == "psn":
+            if r.random() < 0.2:
+                p.psn = r.choice((0, 0xFFFFFF, 0x800000, 0x7FFFFF))
+            else:
+                p.psn = (p.psn + r.choice(PSN_DELTAS[1:])) % PSN_MOD
+        elif cls == "reth_len":
+            if "reth" not in h:
+                return False
+            h["reth"][2] = r.choice(RETH_LENS)
+        elif cls == "va":
+            x = [n for n in ("reth", "atomic") if n in h]
+            if not x:
+                return False
+            h[r.choice(x)][0] = self.edge()
+        elif cls == "rkey":
+            x = [n for n in ("reth", "atomic", "ieth") if n in h]
+            if not x:
+                return False
+            n = r.choice(x)
+            h[n][0 if n == "ieth" else 1] = self.key()
+        elif cls == "pad":
+            if r.random() < 0.3 and p.plen:
+                p.plen = r.randrange(0, 3)
+            p.pad = r.choice([x for x in range(4) if x != -p.plen % 4])
+        elif cls == "length":
+            p.plen = r.choice(PAYLOAD_LENS)
+        elif cls == "truncate":
+            b = p.boundaries()
+            body = 12 + len(p.header_bytes())
+            p.cut = r.choice(b + [body + r.randrange(0, p.plen + 4)] if p.plen else b)
+        elif cls == "opcode":
+            o = p.op
+            p.op = r.choice((o ^ 1, o + 1, o - 1, o ^ 2, o ^ 4, o ^ 0x20, o ^ 0x40, o ^ 0x60,
+                             r.randrange(256))) & 0xFF
+        elif cls == "flip":
+            n = 12 + len(p.header_bytes())
+            p.flips = tuple((r.randrange(n), 1 << r.randrange(8) if r.random() < 0.7
+                             else r.randrange(1, 256)) for _ in range(r.randrange(1, 4)))
+        elif cls == "qkey":
+            if "deth" not in h:
+                return False
+            if r.random() < 0.7:
+                h["deth"][0] = r.choice((h["deth"][0] ^ (1 << r.randrange(32)), 0,
+                                         0xFFFFFFFF, 0x80000000 | h["deth"][0]))
+            else:
+                h["deth"][1] = r.getrandbits(32)
+        elif cls == "aeth":
+            if "aeth" not in h:
+                return False
+            h["aeth"][0] = (r.choice(SYNDROMES_ANY) << 24) | r.getrandbits(24)
+        elif cls == "qpn":
+            others = [x.qpn for x in self.targets if x is not t]
+            p.qpn = r.choice(others + [p.qpn ^ 1, p.qpn + 1, 0, 1, 0xFFFFFF])
+        elif cls == "pkey":
+            p.pkey = r.choice(BAD_PKEYS + (0x7FFF,))
+        elif cls == "bth_bits":
+            x = r.randrange(4)
+            if x == 0:
+                p.b1 = r.choice((0x80, 0x40, 0xC0))   # solicited event, MigReq
+            elif x == 1:
+                p.b1 = r.randrange(1, 16)             # TVer
+            elif x == 2:
+                p.resv = r.randrange(1, 256)          # the reserved byte before the QPN
+            else:
+                p.ack = not p.ack
+        elif cls == "immediate":
+            x = [n for n in ("imm", "ieth") if n in h]
+            if not x:
+                return False
+            h[r.choice(x)][0] = r.getrandbits(32)
+        elif cls == "fill":
+            p.fill = r.randrange(256)
+        return True
+
+    CLASSES = (("none", 12), ("psn", 12), ("reth_len", 8), ("va", 8), ("rkey", 8),
+               ("pad", 6), ("length", 8), ("truncate", 8), ("opcode", 8), ("flip", 10),
+               ("qkey", 4), ("aeth", 4), ("qpn", 4), ("pkey", 2), ("bth_bits", 3),
+               ("immediate", 2), ("dup", 3))
+
+    GENTLE = (("none", 30), ("psn", 25), ("dup", 10), ("bth_bits", 5), ("pkey", 5),
+              ("immediate", 5), ("aeth", 5))
+
+    def drop_reason(self, b, bad_icrc):
+        """Why the device must drop transport b (before its ICRC), or None."""
+        if bad_icrc:
+            return "icrc"
+        if len(b) < 12:
+            return "short"
+        if b[1] & 0x0F:
+            return "tver"
+        if struct.unpack("!H", b[2:4])[0] & 0x7FFF != 0x7FFF:
+            return "pkey"
+        t = self.by_qpn.get(struct.unpack("!I", b[4:8])[0] & 0xFFFFFF)
+        if t is None:
+            return None
+        if b[0] >> 5 != TRANSPORT[t.kind]:
+            return "transport"
+        if (t.kind == "ud" and len(b) >= 20 and
+                struct.unpack("!I", b[12:16])[0] != self.t["qkey"]):
+            return "qkey"
+        return None
+
+    def send(self, cls, name, t, transport, bad_icrc):
+        if self.no_responses and transport and 0x0D <= transport[0] <= 0x12:
+            self.held += 1
+            return
+        if (self.no_zero_writes and len(transport) >= 28 and transport[0] >> 5 in (0, 1)
+                and transport[0] & 0x1F in (0x06, 0x0A, 0x0B) and transport[24:28] == bytes(4)):
+            self.held += 1
+            return
+        self.serial += 1
+        crc = icrc(self.src, self.dst, transport)
+        if bad_icrc:
+            crc = bytes(x ^ 0xFF for x in crc[:1]) + crc[1:]
+        try:
+            self.peer.tx.sendto(transport + crc, (self.dst, DPORT))
+        except OSError:
+            self.unsendable += 1
+            return
+        key = cls + (" +bad_icrc" if bad_icrc else "")
+        self.sent[key] = self.sent.get(key, 0) + 1
+        t.sent += 1
+        why = self.drop_reason(transport, bad_icrc)
+        if why:
+            self.drops[why] = self.drops.get(why, 0) + 1
+            self.forbidden.append(self.serial)
+        elif cls == "none":
+            self.recent = (self.recent + [transport + crc])[-32:]
+        if self.trace:
+            self.trace.write(f"{time.monotonic() - self.t0:.3f} {self.serial} {t.name} {cls} "
+                             f"{name.replace(' ', '_')} {int(bad_icrc)} "
+                             f"{(transport + crc).hex()}\n")
+
+    def one(self):
+        """A message to a random target, one of its packets mutated: the class is
+        drawn first, then messages until one has a packet it applies to (20 at most,
+        else the last goes out unmutated)."""
+        r = self.rng
+        rc = [x for x in self.targets if x.kind == "rc"]
+        t = r.choice(self.targets + rc)
+        # Most mutations move an RC QP to the error state (and a revival starts it
+        # afresh): the first RC QP gets mostly those that leave it alone, so that it
+        # also meets mutated packets in the middle of messages, after duplicates and
+        # with requests outstanding.
+        classes = self.GENTLE if t is self.gentle and r.random() < 0.8 else self.CLASSES
+        cls = r.choices([c for c, _ in classes], [w for _, w in classes])[0]
+        if cls == "dup" and self.recent:
+            self.serial += 1
+            self.peer.tx.sendto(r.choice(self.recent), (self.dst, DPORT))
+            self.sent["dup"] = self.sent.get("dup", 0) + 1
+            return 1
+        if cls == "dup":
+            cls = "none"
+        for _ in range(20):
+            name, pkts, psns = self.requests(t)
+            i = r.randrange(len(pkts))
+            if cls == "none":
+                break
+            m = pkts[i].copy()
+            if self.mutate_one(cls, m, t):
+                pkts[i] = m
+                break
+            t = r.choice(self.targets + rc)
+        else:
+            cls = "none"
+        if cls == "none" and psns:
+            t.expect = (t.expect + psns) % PSN_MOD
+        for j, p in enumerate(pkts):
+            bad = j == i and r.random() < 0.05
+            transport = p.wire(self.serial + 1)   # send() takes the next serial
+            self.send(cls if j == i else "rest of a mutated message" if cls != "none"
+                      else "none", name, t, transport, bad)
+        return len(pkts)
+
+
+def mutate(args):
+    """Mutated valid packets at live QPs of the three transports.
+
+        --mutate SRC DST DIR SECONDS MAX RATE [SEED]
+
+    DIR is peer_qps.py mutate's: its targets (QPs, PSNs, keys), its epochs (how often
+    each QP was revived: its expected PSN is then the first again). Messages valid at
+    the moment they are built (every opcode of RC: SENDs and RDMA WRITEs of one packet
+    or several, with immediate data or invalidation, READ and atomic requests, FLUSH,
+    ATOMIC WRITE, responses to the RC QPs' own requests, and those requests sent back
+    to them; UC's SENDs and WRITEs; UD's SENDs), at the PSNs the QPs expect (learnt
+    from their ACKs and NAKs), the target key and addresses of its range; then one
+    packet of each is mutated (Fuzz.CLASSES: PSNs near and far from the window's edges,
+    RETH lengths at the MTU and 2^31 boundaries, addresses at the range's edges and near
+    2^64, keys one bit or byte away or of memory not opened, pad counts that do not fit,
+    payload lengths near the MTU, truncation at every header boundary, neighbouring
+    opcodes, bit and byte flips in the headers, Q_Keys, AETH syndromes, QPNs, P_Keys,
+    BTH bits, duplicates), and one in twenty gets a wrong ICRC. At most RATE packets a
+    second, for SECONDS or MAX packets. Every payload starts with MUT_TAG and the
+    packet's serial; the serials of the packets the device must drop (wrong ICRC, TVer
+    or P_Key, an opcode of another transport, a wrong Q_Key) go to DIR/forbidden.
+    Prints the seed first (SEED replays the choices; answers and revivals steer the
+    PSNs), then per-class counts and what came back. PKTFUZZ_TRACE=FILE writes every
+    packet there."""
+    src, dst, d = args[0], args[1], args[2]
+    seconds, maxn, rate = float(args[3]), int(args[4]), float(args[5])
+    if len(args) > 6 and args[6]:
+        seed = int(args[6], 0)
+    else:
+        seed = random.SystemRandom().getrandbits(32)
+    with open("/proc/uptime") as u:
+        up = u.read().split()[0]
+    print(f"seed {seed} (uptime {up} s)", flush=True)
+    f = Fuzz(src, dst, d, seed)
+    touch(os.path.join(d, "listen"))
+    t0 = time.monotonic()
+    next_t, report, n = t0, t0 + 10, 0
+    while n < maxn and time.monotonic() - t0 < seconds:
+        k = f.one()
+        n += k
+        f.take()
+        now = time.monotonic()
+        if now - f.epoch_t > 0.5:
+            f.epoch_t = now
+            f.epochs()
+        if now > report:
+            report += 10
+            print(f"{now - t0:.0f} s: {n} packets, {sum(f.answers.values())} answers",
+                  flush=True)
+        next_t = max(next_t + k / rate, now - 1)
+        if next_t > now:
+            time.sleep(next_t - now)
+    took = time.monotonic() - t0
+    end = time.monotonic() + 2
+    while time.monotonic() < end:
+        f.take()
+        time.sleep(0.05)
+    with open(os.path.join(d, "forbidden"), "w") as out:
+        out.write("".join(f"{s}\n" for s in f.forbidden))
+    if f.trace:
+        f.trace.close()
+    print(f"sent {n - f.held} packets in {took:.1f} s ({n / took:.0f}/s), seed {seed}; "
+          f"{f.unsendable} too long to send" +
+          (f", {f.held} held back (PKTFUZZ_NO_*)" if f.held else ""))
+    print("per mutation class: " + ", ".join(f"{k} {v}" for k, v in sorted(f.sent.items())))
+    print("must be dropped: " + (", ".join(f"{k} {v}" for k, v in sorted(f.drops.items()))
+                                 or "none") + f" ({len(f.forbidden)} in all)")
+    print(f"came back ({sum(f.answers.values())}): " +
+          (", ".join(f"{v} {k}" for k, v in sorted(f.answers.items())) or "nothing"))
+    for t in f.targets:
+        print(f"  {t.name} (QPN {t.qpn:#x}): {t.sent} packets, revived {t.epoch} time(s); "
+              "from it: " + (", ".join(f"{v} {k}" for k, v in sorted(t.answers.items()))
+                             or "nothing"))
+
+
 MODES = {"--live": live, "--isol": isol, "--forged": forged, "--reth": reth_long,
-         "--storm": storm, "--pkey": pkey}
+         "--storm": storm, "--pkey": pkey, "--mutate": mutate}
 
 
 def main():

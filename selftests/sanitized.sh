@@ -4,8 +4,9 @@
 # kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
 # /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
 # environment (ONLY, STRESS_ROUNDS, PP_ITERS, PF_ITERS, NETEM_ITERS,
-# DESTROY_TRAFFIC_ROUNDS, STORM_*, STALL_S, BUDGET_*) passes through to the tests; traffic
-# runs fewer iterations here than on the test kernel (KASAN under TCG is slow).
+# DESTROY_TRAFFIC_ROUNDS, STORM_*, STALL_S, BUDGET_*, PKTFUZZ_*) passes through to the
+# tests; traffic runs fewer iterations here than on the test kernel (KASAN under TCG is
+# slow).
 # The IPv6 ping-pongs and the latency tests repeat what their neighbours exercise.
 export PP_ITERS=${PP_ITERS:-10} PF_ITERS=${PF_ITERS:-20} PP_SIZES=${PP_SIZES:-1024} NETEM_ITERS=${NETEM_ITERS:-5}
 # Four rounds: each destroy variant once (RTS, ERR, SQD, RTR; on an SRQ RTS and ERR twice).
@@ -31,6 +32,9 @@ export BUDGET_RTT_MS=${BUDGET_RTT_MS:-10000}
 # The IPIs a loop of destroys sends: only counted here, since this kernel sends many of
 # its own (about 0.4 per MR and 2.8 per QP created and destroyed).
 export IPI_FIGURES_ONLY=${IPI_FIGURES_ONLY:-1}
+# The packet mutation fuzzer for 30 s here (its sender is slower under KASAN, and so
+# sends fewer packets in that time).
+export PKTFUZZ_SECONDS=${PKTFUZZ_SECONDS:-30}
 # The address test leaves out here: deleting and adding an address takes seconds on
 # this kernel, longer than the RC retries of the stream under it last.
 export EXCEPT=${EXCEPT:-'_ipv6$|_lat$|^rc_address_readded'}
