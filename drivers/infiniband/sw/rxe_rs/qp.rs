@@ -35,7 +35,7 @@ use crate::ib::{
     task::{Task, TaskRun, Workqueue},
     wr::{RecvWr, SendWr, WcQp},
 };
-use crate::mr::Fault;
+use crate::mr::{Fault, Resolving};
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
 use crate::req::{ReqState, Step};
@@ -47,10 +47,11 @@ use crate::table::{IdTable, Number, Numbered};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
 use kernel::{
     cpu::CpuId,
+    new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc,
+        Arc, SpinLock,
     },
 };
 
@@ -140,8 +141,12 @@ pub(crate) struct QpInner {
     /// Events to deliver from the workqueue.
     pending: KVec<QpEvent>,
     /// Pages of on-demand MRs for the task to fault in, one request per [`OdpWait`]
-    /// kind, and per kind whether its last fault failed.
+    /// kind; per kind whether a fault is in progress (at most one: a reset does not
+    /// clear this, so destroy-free loops cannot pile faults up), whether one ended since
+    /// the task last ran, and whether the last one failed.
     odp: [Option<Fault>; OdpWait::COUNT],
+    odp_busy: [bool; OdpWait::COUNT],
+    odp_ended: [bool; OdpWait::COUNT],
     odp_failed: [bool; OdpWait::COUNT],
 }
 
@@ -170,6 +175,39 @@ pub(crate) enum OdpWait {
 
 impl OdpWait {
     const COUNT: usize = 4;
+    const ALL: [Self; Self::COUNT] = [
+        Self::Requester,
+        Self::Completer,
+        Self::ReadResponse,
+        Self::Request,
+    ];
+}
+
+/// The way back to a QP from its faults in progress ([`crate::mr::resolve`]). Destroy
+/// cuts it, so that a fault that ends later (one may sleep for good) finds no QP.
+#[pin_data]
+pub(crate) struct FaultLink {
+    #[pin]
+    qp: SpinLock<Option<Arc<Task<QpShared>>>>,
+}
+
+impl FaultLink {
+    /// A fault for `wait` ended with `r`: the QP's task goes on from there.
+    fn ended(&self, wait: OdpWait, r: Result) {
+        let qp = self.qp.lock();
+        let Some(task) = qp.as_ref() else {
+            return;
+        };
+        {
+            let mut inner = task.inner.lock();
+            let i = wait as usize;
+            inner.odp_busy[i] = false;
+            inner.odp_ended[i] = true;
+            inner.odp_failed[i] |= r.is_err();
+        }
+        // A linked QP is not destroyed yet, so neither is its device.
+        task.dev.wq.run(task);
+    }
 }
 
 /// What a QP's verbs and its deferred work share.
@@ -198,6 +236,8 @@ pub(crate) struct QpShared {
     /// The SRQ receives come from, kept alive while the QP is.
     pub(crate) srq: Option<SrqHandle>,
     events: Arc<QpEvents>,
+    /// Linked to the QP from its publication to its destroy.
+    link: Arc<FaultLink>,
     /// The device, for the QP's timer; ib_core destroys every QP before it waits for
     /// the device's references to go.
     dev: DeviceRef<RxeRs>,
@@ -218,35 +258,48 @@ impl Numbered for Task<QpShared> {
 
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
-        let (pending, mut kick, mut respond, faults) = {
+        let mut faults = [None; OdpWait::COUNT];
+        let (pending, mut kick, mut respond, mut ended) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
             }
             let kick = core::mem::take(&mut inner.kick);
             let respond = core::mem::take(&mut inner.respond);
-            let faults = core::mem::replace(&mut inner.odp, [None; OdpWait::COUNT]);
-            (core::mem::take(&mut inner.pending), kick, respond, faults)
+            let ended = core::mem::take(&mut inner.odp_ended);
+            for (i, fault) in faults.iter_mut().enumerate() {
+                if ended[i] {
+                    // The waiter runs again and asks anew if pages are still missing.
+                    inner.odp[i] = None;
+                }
+                if !inner.odp_busy[i] {
+                    *fault = inner.odp[i].take();
+                    inner.odp_busy[i] = fault.is_some();
+                }
+            }
+            (core::mem::take(&mut inner.pending), kick, respond, ended)
         };
         for ev in pending {
             task.events.raise(ev);
         }
         let dev = &task.dev;
-        let waits = [
-            OdpWait::Requester,
-            OdpWait::Completer,
-            OdpWait::ReadResponse,
-            OdpWait::Request,
-        ];
-        let mut go_back = false;
-        for (wait, fault) in waits.iter().zip(faults.iter()) {
+        for (wait, fault) in OdpWait::ALL.into_iter().zip(faults.iter()) {
             let Some(fault) = fault else {
                 continue;
             };
-            // Process context, no lock held: faulting may sleep.
-            if crate::mr::resolve(dev, fault).is_err() {
-                task.inner.lock().odp_failed[*wait as usize] = true;
+            let link = task.link.clone();
+            let r = crate::mr::resolve(dev, fault, move |r| link.ended(wait, r));
+            if matches!(r, Ok(Resolving::Started)) {
+                continue;
             }
+            let i = wait as usize;
+            let mut inner = task.inner.lock();
+            inner.odp_busy[i] = false;
+            inner.odp_failed[i] |= r.is_err();
+            ended[i] = true;
+        }
+        let mut go_back = false;
+        for wait in OdpWait::ALL.into_iter().filter(|w| ended[*w as usize]) {
             match wait {
                 OdpWait::Requester => kick = true,
                 OdpWait::Completer => go_back = true,
@@ -468,6 +521,8 @@ impl RxeQp {
                 dead: false,
                 pending: KVec::new(),
                 odp: [None; OdpWait::COUNT],
+                odp_busy: [false; OdpWait::COUNT],
+                odp_ended: [false; OdpWait::COUNT],
                 odp_failed: [false; OdpWait::COUNT],
             }),
             routes <- RouteCache::new(),
@@ -475,6 +530,7 @@ impl RxeQp {
             recv_cq,
             srq,
             events: events.clone(),
+            link: Arc::pin_init(pin_init!(FaultLink { qp <- new_spinlock!(None) }), GFP_KERNEL)?,
             dev: dev_ref,
         }))?;
         // The process learns where its rings are before the QP is published: a failed
@@ -485,12 +541,14 @@ impl RxeQp {
         }
         // The GSI QP is QP1 (one port, so one of them); the others are numbered from
         // the table's range.
-        let qp_num = if init.qp_type == QpType::Gsi {
-            dev.qp_table.insert_at(GSI_QPN, &shared)?;
-            GSI_QPN
+        // Once published, a packet may ask for a fault, which must find its way back.
+        *shared.link.qp.lock() = Some(shared.clone());
+        let published = if init.qp_type == QpType::Gsi {
+            dev.qp_table.insert_at(GSI_QPN, &shared).map(|()| GSI_QPN)
         } else {
-            dev.qp_table.insert(&shared, GFP_KERNEL)?
+            dev.qp_table.insert(&shared, GFP_KERNEL)
         };
+        let qp_num = published.inspect_err(|_| drop(shared.link.qp.lock().take()))?;
         let qp = Self {
             shared,
             qp_type: init.qp_type,
@@ -632,6 +690,7 @@ impl RxeQp {
                     inner.req_psn = 0;
                     inner.rnr_wait = false;
                     inner.odp = [None; OdpWait::COUNT];
+                    inner.odp_ended = [false; OdpWait::COUNT];
                     inner.odp_failed = [false; OdpWait::COUNT];
                 }
                 QpState::Rtr if cur != QpState::Rtr => {
@@ -1285,8 +1344,10 @@ impl RxeQp {
             inner.dead = true;
             inner.pending.clear();
         }
-        // No new packet can find it.
+        // No new packet can find it, and no fault that ends from now on.
         qp.device().qp_table.remove(qp.qp_num());
+        let link = qp.shared.link.qp.lock().take();
+        drop(link);
         // The data path uses a QP only in RCU read-side sections (packets in softirq,
         // the device's own packets, the requester and responder runners, the owed-work
         // sender), and finds it there through its number (which marks it used), except
