@@ -215,7 +215,7 @@ pub(crate) fn resolve(
 ) -> Result<Resolving> {
     // The reference taken here may be the MR's last, if it is deregistered meanwhile:
     // then it is released here, in process context.
-    let e = dev.mr_table.get(f.key >> 8).ok_or(EFAULT)?;
+    let e = dev.mr_table.hold(f.key >> 8).ok_or(EFAULT)?;
     if e.key.load(Relaxed) != f.key {
         return Err(EFAULT);
     }
@@ -784,7 +784,7 @@ impl RxeMr {
     ) -> Result {
         let write = advice == Advice::PrefetchWrite;
         for s in sges {
-            let e = dev.mr_table.get(s.lkey >> 8).ok_or(EINVAL)?;
+            let e = dev.mr_table.hold(s.lkey >> 8).ok_or(EINVAL)?;
             let region = e
                 .clone()
                 .mr_region(s.lkey, pd, need::LOCAL_READ)
