@@ -262,17 +262,6 @@ t_isol_live() {
 	case "$r1" in *NAK61*) ;; *) echo "r1: want a NAK invalid request for the short MIDDLE"; return 1 ;; esac
 	[ "$r2" = NAK61 ] || { echo "FLUSH: want one NAK invalid request, got $r2"; return 1; }
 }
-# An on-demand MR's page fault that sleeps forever (issue 14, item 8): the MR maps a file
-# of stall9p.py's 9p mount, whose server holds every read until told to answer. While
-# the driver's fault sleeps in such a read, isolation.c's odp_stuck_fault check destroys
-# the QP, the MR, the CQs and the PD and closes the device, each within 5 s; then
-# `rdma link delete` must end within 20 s, and rmmod within 20 s too (refusing, since a
-# fault is pending, or unloading). Then the server answers, the module must be gone
-# (unloaded or unloadable) within 10 s, comes back, and the kernel logged no report.
-# Every wait is bounded without waiting for the process itself (`ends_within`): a task
-# asleep in the kernel ignores even SIGKILL, and `wait` for it would hang the guest.
-# C rxe faults the pages in inside its QP task and its destroy waits for that task:
-# there the check would hang the guest until the end, so it skips.
 # alive PID: process PID exists and is not a zombie.
 alive() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]; }
 # ends_within SECONDS PID: the exit status of background process PID of this shell once
@@ -294,6 +283,18 @@ blocked_tasks() {
 		head -n 12 "$t/stack" 2>/dev/null | sed 's/^/    /'
 	done
 }
+# An on-demand MR's page fault that sleeps forever (issue 14, item 8): the MR maps a file
+# of stall9p.py's 9p mount, whose server holds every read until told to answer. While
+# the driver's fault sleeps in such a read, isolation.c's odp_stuck_fault check destroys
+# the QP, the MR, the CQs and the PD and closes the device, each within 5 s; then
+# `rdma link delete` must end within 20 s, and rmmod within 20 s too (refusing, since a
+# fault is pending, or unloading). Then the server answers, the module must be gone
+# (unloaded or unloadable) within 10 s, comes back, and the kernel logged no report.
+# Every wait is bounded without waiting for the process itself (`ends_within`): a task
+# asleep in the kernel ignores even SIGKILL, and `wait` for it would hang the guest.
+# C rxe faults the pages in inside its QP task and its destroy waits for that task:
+# there the check would hang the guest until the end, so it skips. ODP_STUCK_IN_OWNER=1
+# has the MR's owner run the verbs itself (see isolation.c).
 STALL_MNT=/tmp/stall9p
 t_odp_stuck_fault() {
 	local n0 spid tpid cpid vpid dpid rpid crc drc rrc t p lines rc=0 mark=/tmp/stall9p.read
