@@ -36,11 +36,12 @@ use kernel::{
     error::from_err_ptr,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
+    impl_has_work, new_work,
     sync::{
         atomic::{Acquire, Atomic, Relaxed, Release},
-        Arc,
+        rcu, Arc,
     },
-    workqueue::Queue,
+    workqueue::{Queue, Work, WorkItem},
 };
 
 /// Why a copy to or from an on-demand region did not happen.
@@ -169,6 +170,7 @@ impl OdpUmem {
             }),
             GFP_KERNEL,
         )?;
+        let ibdev = NonNull::new(dev.as_raw()).ok_or(EINVAL)?;
         // SAFETY: The device is live; this runs in the calling process's context.
         let raw = from_err_ptr(unsafe {
             bindings::ib_umem_odp_get(dev.as_raw(), uaddr, ulen, access as c_int, &ODP_OPS)
@@ -181,7 +183,6 @@ impl OdpUmem {
                 bindings::rxe_rs_odp_end(raw) as u64,
             )
         };
-        let ibdev = NonNull::new(dev.as_raw()).ok_or(EINVAL)?;
         // SAFETY: The device is live; the reference is put when `this` is dropped.
         unsafe { bindings::rxe_rs_device_memory_get(ibdev.as_ptr()) };
         // INVARIANT: `private` is still null; from here on dropping `this` releases the
@@ -270,21 +271,39 @@ impl OdpUmem {
         done: impl FnOnce(Result) + Send + 'static,
     ) -> Result {
         let module = ModuleRef::get().ok_or(ENODEV)?;
-        let raw = FAULTS.load(Acquire);
-        if raw.is_null() {
-            return Err(ENODEV);
-        }
-        // SAFETY: The module's `FaultQueue` was made before anything of the module could
-        // call this, and is dropped at unload, which cannot begin while we hold `module`.
-        let queue = unsafe { Queue::from_raw(raw.cast_const().cast()) };
         let umem = this.clone();
-        queue.try_spawn(GFP_KERNEL, move || {
-            done(umem.map(at, len, write, true));
-            // The umem may go here; the module reference goes last.
-            drop(umem);
-            drop(module);
-        })?;
-        Ok(())
+        let work = KBox::pin_init(
+            pin_init!(FaultWork {
+                work <- new_work!("OdpUmem::fault_async"),
+                run: Some(move || {
+                    done(umem.map(at, len, write, true));
+                    // The umem may go here; the module reference goes last.
+                    drop(umem);
+                    drop(module);
+                }),
+            }),
+            GFP_KERNEL,
+        )?;
+        let refused = {
+            let _rcu = rcu::read_lock();
+            let raw = FAULTS.load(Acquire);
+            if raw.is_null() {
+                Some(work)
+            } else {
+                // SAFETY: A `FaultQueue` clears `FAULTS` and waits for the RCU read-side
+                // sections that may have read it before it destroys its workqueue.
+                unsafe { Queue::from_raw(raw.cast_const().cast()) }.enqueue(work);
+                None
+            }
+        };
+        // Not in the read-side section: dropping the work may release the umem.
+        match refused {
+            Some(work) => {
+                drop(work);
+                Err(ENODEV)
+            }
+            None => Ok(()),
+        }
     }
 
     /// The indices in the mirror of the pages that `len` bytes (at least one) at the user
@@ -396,18 +415,42 @@ impl Drop for ModuleRef {
     }
 }
 
-/// The workqueue of the module's [`FaultQueue`]; null while there is none.
+/// A fault of [`OdpUmem::fault_async`]: `run`, once.
+#[pin_data]
+struct FaultWork<F> {
+    #[pin]
+    work: Work<FaultWork<F>>,
+    run: Option<F>,
+}
+
+impl_has_work! {
+    impl{F} HasWork<Self> for FaultWork<F> { self.work }
+}
+
+impl<F: FnOnce() + Send + 'static> WorkItem for FaultWork<F> {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(mut this: Pin<KBox<Self>>) {
+        if let Some(run) = this.as_mut().project().run.take() {
+            run();
+        }
+    }
+}
+
+/// The workqueue of the module's [`FaultQueue`]; null while there is none. Read in RCU
+/// read-side sections.
 static FAULTS: Atomic<*mut bindings::workqueue_struct> = Atomic::new(null_mut());
 
 /// The module's workqueue of on-demand faults ([`OdpUmem::fault_async`]); at most one
-/// exists. It lives from the module's start to its unload: dropping it waits for its
-/// work items to return, which is short, since each has let go of its module reference
-/// (so of everything it held) before unloading could begin.
+/// exists. The module keeps it from its start to its unload: dropping it waits for its
+/// work items to return, which at unload is short, since each has let go of its module
+/// reference (so of everything it held) before unloading could begin.
 pub(crate) struct FaultQueue {
     _wq: Workqueue,
 }
 
 impl FaultQueue {
+    /// The module's queue of faults; `EBUSY` if there is one already.
     pub(crate) fn new() -> Result<Self> {
         let wq = Workqueue::new_unbound(c_str!("rxe_rs_odp"))?;
         FAULTS
@@ -420,6 +463,8 @@ impl FaultQueue {
 impl Drop for FaultQueue {
     fn drop(&mut self) {
         FAULTS.store(null_mut(), Relaxed);
-        // Dropping `_wq` next waits for the last work items to return.
+        // SAFETY: Process context, no lock held. Afterwards nobody queues work here.
+        unsafe { bindings::synchronize_rcu() };
+        // Dropping `_wq` next waits for the work queued before.
     }
 }
