@@ -34,9 +34,9 @@ use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::{
     c_str,
     error::from_err_ptr,
+    impl_has_work, new_work,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    impl_has_work, new_work,
     sync::{
         atomic::{Acquire, Atomic, Relaxed, Release},
         rcu, Arc,
