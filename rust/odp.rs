@@ -86,9 +86,9 @@ pub(crate) struct OdpUmem {
 
 // SAFETY: The umem is usable from any thread; the mirror is under its locks.
 unsafe impl Send for OdpUmem {}
-// SAFETY: `&OdpUmem` reads the mirror under its lock; faults may run at the same time,
-// as `ib_umem_odp_map_dma_and_lock()` allows, and change the umem and the mirror only
-// under the umem's mutex.
+// SAFETY: `&OdpUmem` reads the mirror under its lock. Faults may run at the same time,
+// as `ib_umem_odp_map_dma_and_lock()` allows (it serialises its own updates of the
+// umem); the mirror is changed only under the umem's mutex and the mirror's lock.
 unsafe impl Sync for OdpUmem {}
 
 /// The notifier callbacks of every on-demand umem of rxe_rs.
@@ -263,8 +263,8 @@ impl OdpUmem {
     /// `fault`, in a work item on the module's [`FaultQueue`], and then calls `done` there
     /// with the outcome. Nothing waits for that work item: it may sleep for good (see the
     /// module's documentation), keeping the umem, and with it the device's memory, and
-    /// the module loaded (unloading fails with `EBUSY` meanwhile). Fails, and `done` is
-    /// not called, if the module is being unloaded or memory is short.
+    /// the module loaded (`delete_module()` refuses meanwhile). Fails, and `done` is not
+    /// called, if the module is being unloaded or memory is short.
     pub(crate) fn fault_async(
         this: &Arc<Self>,
         (at, len, write): (usize, usize, bool),
@@ -282,7 +282,7 @@ impl OdpUmem {
                     drop(module);
                 }),
             }),
-            GFP_KERNEL,
+            GFP_KERNEL_ACCOUNT,
         )?;
         let refused = {
             let _rcu = rcu::read_lock();

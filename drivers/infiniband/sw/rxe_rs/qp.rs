@@ -148,9 +148,24 @@ pub(crate) struct QpInner {
     odp_busy: [bool; OdpWait::COUNT],
     odp_ended: [bool; OdpWait::COUNT],
     odp_failed: [bool; OdpWait::COUNT],
+    /// Counts resets: a fault asked for before the last one ends as stale, clearing
+    /// only its `odp_busy`.
+    odp_epoch: u32,
 }
 
 impl QpInner {
+    /// A fault for `wait`, asked for in `epoch`, ended with `r` (or could not start).
+    /// Returns whether the waiter is to run again: not if the QP was reset since.
+    fn fault_ended(&mut self, wait: OdpWait, epoch: u32, r: Result) -> bool {
+        let i = wait as usize;
+        self.odp_busy[i] = false;
+        if epoch != self.odp_epoch {
+            return false;
+        }
+        self.odp_failed[i] |= r.is_err();
+        true
+    }
+
     /// The path MTU in bytes (256 until `modify_qp` sets one).
     pub(crate) fn mtu_bytes(&self) -> u32 {
         self.attrs.path_mtu.map_or(256, |m| m.bytes())
@@ -192,20 +207,21 @@ pub(crate) struct FaultLink {
 }
 
 impl FaultLink {
-    /// A fault for `wait` ended with `r`: the QP's task goes on from there.
-    fn ended(&self, wait: OdpWait, r: Result) {
+    /// A fault for `wait`, asked for in `epoch`, ended with `r`: the QP's task goes on
+    /// from there.
+    fn ended(&self, wait: OdpWait, epoch: u32, r: Result) {
         let qp = self.qp.lock();
         let Some(task) = qp.as_ref() else {
             return;
         };
         {
             let mut inner = task.inner.lock();
-            let i = wait as usize;
-            inner.odp_busy[i] = false;
-            inner.odp_ended[i] = true;
-            inner.odp_failed[i] |= r.is_err();
+            if inner.fault_ended(wait, epoch, r) {
+                inner.odp_ended[wait as usize] = true;
+            }
         }
-        // A linked QP is not destroyed yet, so neither is its device.
+        // A linked QP is not destroyed yet, so neither is its device. The task also
+        // takes a request that waited while this fault was in progress.
         task.dev.wq.run(task);
     }
 }
@@ -259,7 +275,7 @@ impl Numbered for Task<QpShared> {
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
         let mut faults = [None; OdpWait::COUNT];
-        let (pending, mut kick, mut respond, mut ended) = {
+        let (pending, mut kick, mut respond, mut ended, epoch) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
@@ -277,7 +293,8 @@ impl TaskRun for QpShared {
                     inner.odp_busy[i] = fault.is_some();
                 }
             }
-            (core::mem::take(&mut inner.pending), kick, respond, ended)
+            let pending = core::mem::take(&mut inner.pending);
+            (pending, kick, respond, ended, inner.odp_epoch)
         };
         for ev in pending {
             task.events.raise(ev);
@@ -288,15 +305,18 @@ impl TaskRun for QpShared {
                 continue;
             };
             let link = task.link.clone();
-            let r = crate::mr::resolve(dev, fault, move |r| link.ended(wait, r));
-            if matches!(r, Ok(Resolving::Started)) {
-                continue;
+            let r = crate::mr::resolve(dev, fault, move |r| link.ended(wait, epoch, r));
+            let r = match r {
+                Ok(Resolving::Started) => continue,
+                Ok(Resolving::Mapped) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if task.inner.lock().fault_ended(wait, epoch, r) {
+                ended[wait as usize] = true;
+            } else {
+                // Reset meanwhile: a request that waited for this one is taken next run.
+                dev.wq.run(task);
             }
-            let i = wait as usize;
-            let mut inner = task.inner.lock();
-            inner.odp_busy[i] = false;
-            inner.odp_failed[i] |= r.is_err();
-            ended[i] = true;
         }
         let mut go_back = false;
         for wait in OdpWait::ALL.into_iter().filter(|w| ended[*w as usize]) {
@@ -524,6 +544,7 @@ impl RxeQp {
                 odp_busy: [false; OdpWait::COUNT],
                 odp_ended: [false; OdpWait::COUNT],
                 odp_failed: [false; OdpWait::COUNT],
+                odp_epoch: 0,
             }),
             routes <- RouteCache::new(),
             send_cq,
@@ -692,6 +713,7 @@ impl RxeQp {
                     inner.odp = [None; OdpWait::COUNT];
                     inner.odp_ended = [false; OdpWait::COUNT];
                     inner.odp_failed = [false; OdpWait::COUNT];
+                    inner.odp_epoch = inner.odp_epoch.wrapping_add(1);
                 }
                 QpState::Rtr if cur != QpState::Rtr => {
                     let psn = inner.attrs.rq_psn;
@@ -1357,8 +1379,9 @@ impl RxeQp {
         // been handed on; a QP no packet found since a grace period ended waits for none.
         crate::ib::sync::synchronize_rcu_since(qp.shared.qp_num.last_use());
         // Only those runners set the QP's timer, and only a live QP's; nothing queues a
-        // dead QP's work item. Once both are off the workqueue, nothing of the QP runs,
-        // and its last references are ours: its rings go here, in process context.
+        // dead QP's work item but a fault that ended before its link was cut above (that
+        // run finds the QP dead). Once both are off the workqueue, nothing of the QP
+        // runs, and its last references are ours: its rings go here, in process context.
         Task::cancel(&qp.shared);
     }
 }
