@@ -174,6 +174,33 @@ struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name, bool highpri)
 			       0, name);
 }
 
+/* For work that may sleep without bound: not per CPU, no rescuer. */
+struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name)
+{
+	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
+}
+
+bool rxe_rs_module_get(struct module *module)
+{
+	return try_module_get(module);
+}
+
+void rxe_rs_module_put(struct module *module)
+{
+	module_put(module);
+}
+
+/* The device's memory (not its registration): put_device() frees it after unregister. */
+void rxe_rs_device_memory_get(struct ib_device *dev)
+{
+	get_device(&dev->dev);
+}
+
+void rxe_rs_device_memory_put(struct ib_device *dev)
+{
+	put_device(&dev->dev);
+}
+
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr)
 {
 	return rdma_gid_attr_network_type(attr);

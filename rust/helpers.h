@@ -46,6 +46,11 @@ struct ib_ucontext *rxe_rs_bundle_context(struct uverbs_attr_bundle *attrs);
 struct ib_udata *rxe_rs_bundle_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata);
 struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name, bool highpri);
+struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name);
+bool rxe_rs_module_get(struct module *module);
+void rxe_rs_module_put(struct module *module);
+void rxe_rs_device_memory_get(struct ib_device *dev);
+void rxe_rs_device_memory_put(struct ib_device *dev);
 bool rxe_rs_queue_work_on(struct workqueue_struct *wq, unsigned int cpu,
 			  struct work_struct *work);
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr);

@@ -17,20 +17,31 @@
 //! runs under the spinlock and only if every page it touches is in the mirror. A copy
 //! that finds a page missing fails with [`OdpError::Absent`] and changes nothing; its
 //! caller has the range faulted in from process context and tries again.
+//!
+//! A fault may sleep for as long as the process's memory makes it: a page of a file whose
+//! filesystem never answers keeps it asleep for good, and nothing can wake it. So the data
+//! path's faults run in work items of their own, on the module's [`FaultQueue`], that no
+//! destroy waits for: [`OdpUmem::fault_async`].
 
 use super::{
     bindings,
     device::{Device, Driver},
     sync::{new_spinlock_irq, SpinLockIrq},
+    task::Workqueue,
 };
-use core::ptr::NonNull;
+use core::ptr::{null_mut, NonNull};
 use kernel::ffi::{c_int, c_ulong, c_void};
 use kernel::{
+    c_str,
     error::from_err_ptr,
-    new_mutex,
+    impl_has_work, new_work,
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
-    sync::Mutex,
+    sync::{
+        atomic::{Acquire, Atomic, Relaxed, Release},
+        rcu, Arc,
+    },
+    workqueue::{Queue, Work, WorkItem},
 };
 
 /// Why a copy to or from an on-demand region did not happen.
@@ -51,10 +62,8 @@ struct Mirror {
     /// One entry per page of the umem, from `ib_umem_start()` on.
     #[pin]
     pages: SpinLockIrq<KVVec<usize>>,
-    /// Held across a fault; `true` once the region is being deregistered, after which
-    /// nothing is faulted in any more.
-    #[pin]
-    faults: Mutex<bool>,
+    /// Set once the region is being deregistered: from then on no fault starts.
+    dying: Atomic<bool>,
 }
 
 /// A process's memory registered for on-demand paging.
@@ -64,9 +73,11 @@ struct Mirror {
 /// `ptr` is an `ib_umem_odp` from `ib_umem_odp_get()` with [`ODP_OPS`], released when
 /// this value is dropped; its `private` is null or points to `mirror`, which outlives
 /// it. `start` is `ib_umem_start()` of it; the region is `len` bytes at the user
-/// address `addr`, inside the umem.
+/// address `addr`, inside the umem. We hold a reference to the memory of `ibdev`, the
+/// umem's device, until after the umem is released (which reads the device).
 pub(crate) struct OdpUmem {
     ptr: NonNull<bindings::ib_umem_odp>,
+    ibdev: NonNull<bindings::ib_device>,
     mirror: Pin<KBox<Mirror>>,
     addr: u64,
     len: usize,
@@ -75,8 +86,9 @@ pub(crate) struct OdpUmem {
 
 // SAFETY: The umem is usable from any thread; the mirror is under its locks.
 unsafe impl Send for OdpUmem {}
-// SAFETY: `&OdpUmem` reads the mirror under its lock and faults under its mutex; the
-// umem itself is only changed under its own mutex.
+// SAFETY: `&OdpUmem` reads the mirror under its lock. Faults may run at the same time,
+// as `ib_umem_odp_map_dma_and_lock()` allows (it serialises its own updates of the
+// umem); the mirror is changed only under the umem's mutex and the mirror's lock.
 unsafe impl Sync for OdpUmem {}
 
 /// The notifier callbacks of every on-demand umem of rxe_rs.
@@ -154,10 +166,11 @@ impl OdpUmem {
         let mirror = KBox::pin_init(
             pin_init!(Mirror {
                 pages <- new_spinlock_irq!(KVVec::new()),
-                faults <- new_mutex!(false),
+                dying: Atomic::new(false),
             }),
             GFP_KERNEL,
         )?;
+        let ibdev = NonNull::new(dev.as_raw()).ok_or(EINVAL)?;
         // SAFETY: The device is live; this runs in the calling process's context.
         let raw = from_err_ptr(unsafe {
             bindings::ib_umem_odp_get(dev.as_raw(), uaddr, ulen, access as c_int, &ODP_OPS)
@@ -170,10 +183,13 @@ impl OdpUmem {
                 bindings::rxe_rs_odp_end(raw) as u64,
             )
         };
+        // SAFETY: The device is live; the reference is put when `this` is dropped.
+        unsafe { bindings::rxe_rs_device_memory_get(ibdev.as_ptr()) };
         // INVARIANT: `private` is still null; from here on dropping `this` releases the
-        // umem.
+        // umem, then the device's memory.
         let this = Self {
             ptr,
+            ibdev,
             mirror,
             addr,
             len: ulen,
@@ -211,8 +227,7 @@ impl OdpUmem {
         if end > self.len {
             return Err(EFAULT);
         }
-        let dying = self.mirror.faults.lock();
-        if *dying {
+        if self.mirror.dying.load(Relaxed) {
             return Err(EFAULT);
         }
         let va = self.addr + at as u64;
@@ -241,8 +256,54 @@ impl OdpUmem {
         }
         // SAFETY: `rxe_rs_odp_map_and_lock()` succeeded, so the mutex is ours.
         unsafe { bindings::rxe_rs_odp_unlock(raw) };
-        drop(dying);
         Ok(())
+    }
+
+    /// Maps `len` bytes from byte `at` of the region as [`OdpUmem::map`] does with
+    /// `fault`, in a work item on the module's [`FaultQueue`], and then calls `done` there
+    /// with the outcome. Nothing waits for that work item: it may sleep for good (see the
+    /// module's documentation), keeping the umem, and with it the device's memory, and
+    /// the module loaded (`delete_module()` refuses meanwhile). Fails, and `done` is not
+    /// called, if the module is being unloaded or memory is short.
+    pub(crate) fn fault_async(
+        this: &Arc<Self>,
+        (at, len, write): (usize, usize, bool),
+        done: impl FnOnce(Result) + Send + 'static,
+    ) -> Result {
+        let module = ModuleRef::get().ok_or(ENODEV)?;
+        let umem = this.clone();
+        let work = KBox::pin_init(
+            pin_init!(FaultWork {
+                work <- new_work!("OdpUmem::fault_async"),
+                run: Some(move || {
+                    done(umem.map(at, len, write, true));
+                    // The umem may go here; the module reference goes last.
+                    drop(umem);
+                    drop(module);
+                }),
+            }),
+            GFP_KERNEL_ACCOUNT,
+        )?;
+        let refused = {
+            let _rcu = rcu::read_lock();
+            let raw = FAULTS.load(Acquire);
+            if raw.is_null() {
+                Some(work)
+            } else {
+                // SAFETY: A `FaultQueue` clears `FAULTS` and waits for the RCU read-side
+                // sections that may have read it before it destroys its workqueue.
+                unsafe { Queue::from_raw(raw.cast_const().cast()) }.enqueue(work);
+                None
+            }
+        };
+        // Not in the read-side section: dropping the work may release the umem.
+        match refused {
+            Some(work) => {
+                drop(work);
+                Err(ENODEV)
+            }
+            None => Ok(()),
+        }
     }
 
     /// The indices in the mirror of the pages that `len` bytes (at least one) at the user
@@ -253,9 +314,10 @@ impl OdpUmem {
         first..=last
     }
 
-    /// From now on nothing is faulted in; waits for a fault in progress.
+    /// From now on no fault starts. A fault in progress is not waited for: it may sleep
+    /// for good; whatever it maps is never read or written, as the region is going.
     pub(crate) fn stop_faults(&self) {
-        *self.mirror.faults.lock() = true;
+        self.mirror.dying.store(true, Relaxed);
     }
 
     /// Calls `f` with (page, offset in it, range of the caller's buffer) for each piece
@@ -329,5 +391,80 @@ impl Drop for OdpUmem {
         // SAFETY: By the type invariant we own the umem. Releasing it removes the
         // notifier, waiting for a callback in progress; the mirror goes after.
         unsafe { bindings::ib_umem_odp_release(self.ptr.as_ptr()) };
+        // SAFETY: Taken in `get`, by the type invariant; the umem no longer reads it.
+        unsafe { bindings::rxe_rs_device_memory_put(self.ibdev.as_ptr()) };
+    }
+}
+
+/// A reference to this module: while it is held the module is not unloaded.
+struct ModuleRef(());
+
+impl ModuleRef {
+    /// A reference, unless the module is being unloaded.
+    fn get() -> Option<Self> {
+        // SAFETY: Our own module, which is live while its code runs.
+        unsafe { bindings::rxe_rs_module_get(crate::THIS_MODULE.as_ptr().cast()) }
+            .then_some(Self(()))
+    }
+}
+
+impl Drop for ModuleRef {
+    fn drop(&mut self) {
+        // SAFETY: Taken in `get`.
+        unsafe { bindings::rxe_rs_module_put(crate::THIS_MODULE.as_ptr().cast()) };
+    }
+}
+
+/// A fault of [`OdpUmem::fault_async`]: `run`, once.
+#[pin_data]
+struct FaultWork<F> {
+    #[pin]
+    work: Work<FaultWork<F>>,
+    run: Option<F>,
+}
+
+impl_has_work! {
+    impl{F} HasWork<Self> for FaultWork<F> { self.work }
+}
+
+impl<F: FnOnce() + Send + 'static> WorkItem for FaultWork<F> {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(mut this: Pin<KBox<Self>>) {
+        if let Some(run) = this.as_mut().project().run.take() {
+            run();
+        }
+    }
+}
+
+/// The workqueue of the module's [`FaultQueue`]; null while there is none. Read in RCU
+/// read-side sections.
+static FAULTS: Atomic<*mut bindings::workqueue_struct> = Atomic::new(null_mut());
+
+/// The module's workqueue of on-demand faults ([`OdpUmem::fault_async`]); at most one
+/// exists. The module keeps it from its start to its unload: dropping it waits for its
+/// work items to return, which at unload is short, since each has let go of its module
+/// reference (so of everything it held) before unloading could begin.
+pub(crate) struct FaultQueue {
+    _wq: Workqueue,
+}
+
+impl FaultQueue {
+    /// The module's queue of faults; `EBUSY` if there is one already.
+    pub(crate) fn new() -> Result<Self> {
+        let wq = Workqueue::new_unbound(c_str!("rxe_rs_odp"))?;
+        FAULTS
+            .cmpxchg(null_mut(), wq.as_raw(), Release)
+            .map_err(|_| EBUSY)?;
+        Ok(Self { _wq: wq })
+    }
+}
+
+impl Drop for FaultQueue {
+    fn drop(&mut self) {
+        FAULTS.store(null_mut(), Relaxed);
+        // SAFETY: Process context, no lock held. Afterwards nobody queues work here.
+        unsafe { bindings::synchronize_rcu() };
+        // Dropping `_wq` next waits for the work queued before.
     }
 }

@@ -186,6 +186,23 @@ impl Workqueue {
         })
     }
 
+    /// An unbound workqueue named `name` (the name is copied) for work that may sleep
+    /// without bound. It has no rescuer: nothing that reclaiming memory waits for may be
+    /// queued on it.
+    pub(crate) fn new_unbound(name: &CStr) -> Result<Self> {
+        // SAFETY: `name` is NUL-terminated; the function copies it.
+        let raw = unsafe { bindings::rxe_rs_alloc_unbound_workqueue(name.as_char_ptr()) };
+        // INVARIANT: A non-null result is a fresh workqueue.
+        Ok(Self {
+            raw: NonNull::new(raw).ok_or(ENOMEM)?,
+        })
+    }
+
+    /// The C workqueue, live as long as `self`.
+    pub(crate) fn as_raw(&self) -> *mut bindings::workqueue_struct {
+        self.raw.as_ptr()
+    }
+
     fn queue(&self) -> &Queue {
         // SAFETY: By the type invariant the workqueue lives as long as `self`.
         unsafe { Queue::from_raw(self.raw.as_ptr().cast()) }

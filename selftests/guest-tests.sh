@@ -262,6 +262,126 @@ t_isol_live() {
 	case "$r1" in *NAK61*) ;; *) echo "r1: want a NAK invalid request for the short MIDDLE"; return 1 ;; esac
 	[ "$r2" = NAK61 ] || { echo "FLUSH: want one NAK invalid request, got $r2"; return 1; }
 }
+# alive PID: process PID exists and is not a zombie.
+alive() { [ -e "/proc/$1" ] && [ "$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1)" != Z ]; }
+# ends_within SECONDS PID: the exit status of background process PID of this shell once
+# it ended, or 124 if it still runs after SECONDS (it is left running).
+ends_within() {
+	local end=$(($(date +%s) + $1))
+	while alive "$2"; do
+		[ "$(date +%s)" -ge $end ] && return 124
+		sleep 0.2
+	done
+	wait "$2"
+}
+# The tasks asleep uninterruptibly, each with the top of its kernel stack.
+blocked_tasks() {
+	local t
+	for t in /proc/[0-9]*; do
+		[ "$(sed 's/.*) //' "$t/stat" 2>/dev/null | cut -d' ' -f1)" = D ] || continue
+		echo "  ${t#/proc/} $(cat "$t/comm" 2>/dev/null):"
+		head -n 12 "$t/stack" 2>/dev/null | sed 's/^/    /'
+	done
+}
+# An on-demand MR's page fault that sleeps forever (issue 14, item 8): the MR maps a file
+# of stall9p.py's 9p mount, whose server holds every read until told to answer. While
+# the driver's fault sleeps in such a read, isolation.c's odp_stuck_fault check destroys
+# the QP, the MR, the CQs and the PD and closes the device, each within 5 s; then
+# `rdma link delete` must end within 20 s, and rmmod within 20 s too (refusing, since a
+# fault is pending, or unloading). Then the server answers, the module must be gone
+# (unloaded or unloadable) within 10 s, comes back, and the kernel logged no report.
+# Every wait is bounded without waiting for the process itself (`ends_within`): a task
+# asleep in the kernel ignores even SIGKILL, and `wait` for it would hang the guest.
+# C rxe faults the pages in inside its QP task and its destroy waits for that task:
+# there the check would hang the guest until the end, so it skips. ODP_STUCK_IN_OWNER=1
+# has the MR's owner run the verbs itself (see isolation.c).
+STALL_MNT=/tmp/stall9p
+t_odp_stuck_fault() {
+	local n0 spid tpid cpid vpid dpid rpid crc drc rrc t p lines rc=0 mark=/tmp/stall9p.read
+	if [ "$DRIVER" = rxe ]; then
+		echo "rxe: its QP task faults the pages in and its destroy waits for that task: the guest would hang"
+		return 4
+	fi
+	n0=$(dmesg | wc -l)
+	umount -l "$STALL_MNT" 2>/dev/null
+	mkdir -p "$STALL_MNT" && rm -f "$mark" || return 1
+	timeout 600 python3 "$HOST/stall9p.py" "$STALL_MNT" --marker "$mark" > /tmp/stall9p.out 2>&1 &
+	tpid=$!
+	if ! wait_for grep -q '^mounted ' /tmp/stall9p.out; then
+		echo "stall9p.py did not mount:"; cat /tmp/stall9p.out; kill $tpid 2>/dev/null; return 1
+	fi
+	spid=$(sed -n 's/^mounted .* pid \([0-9]*\)$/\1/p' /tmp/stall9p.out)
+	if ! with_dev; then odp_stall_end "$spid"; return 1; fi
+	ODP_STUCK_FILE=$STALL_MNT/f ODP_STUCK_MARKER=$mark \
+		timeout -k 5 60 "$IS" "$DEV" odp_stuck_fault > /tmp/odp_stuck.out 2>&1 &
+	cpid=$!
+	ends_within 70 $cpid; crc=$?
+	lines=$(wc -l < /tmp/odp_stuck.out)
+	cat /tmp/odp_stuck.out
+	vpid=$(sed -n 's/^verbs in .*, pid \([0-9]*\) .*/\1/p' /tmp/odp_stuck.out)
+	case $crc in
+	0) ;;
+	4) odp_stall_end "$spid"; return 4 ;;
+	124) echo "the check did not end within 70 s"; rc=1 ;;
+	*) echo "the check failed ($crc)"; rc=1 ;;
+	esac
+	grep -q '^read pending' /tmp/stall9p.out && echo "tasks asleep uninterruptibly while the fault sleeps:" &&
+		blocked_tasks
+	# Not under timeout(1): it cannot end a task asleep in the kernel either, and its
+	# SIGKILL to its process group ends itself, leaving the task to no one's wait.
+	t=$(date +%s)
+	rdma link delete "$DEV" &
+	dpid=$!
+	ends_within 20 $dpid; drc=$?
+	echo "rdma link delete: exit $drc after $(($(date +%s) - t)) s$([ $drc = 124 ] && echo ' (still running)')"
+	[ $drc = 0 ] || rc=1
+	t=$(date +%s)
+	rmmod "$MOD" > /tmp/odp_rmmod.out 2>&1 &
+	rpid=$!
+	ends_within 20 $rpid; rrc=$?
+	echo "rmmod while the fault sleeps: exit $rrc after $(($(date +%s) - t)) s$([ $rrc = 124 ] && echo ' (still running)') $(cat /tmp/odp_rmmod.out)"
+	# Refused (1) or done (0), but within the bound.
+	[ $rrc -le 1 ] || rc=1
+	[ $drc = 0 ] && [ $rrc -le 1 ] || { echo "tasks asleep uninterruptibly:"; blocked_tasks; }
+	kill -USR1 "$spid"
+	wait_for grep -q '^released' /tmp/stall9p.out || { echo "stall9p.py did not release the reads"; rc=1; }
+	# What was left running must end now that the fault can.
+	t=$(date +%s)
+	[ $crc = 124 ] && { ends_within 60 $cpid; echo "the check: exit $? after the release"; }
+	[ $drc = 124 ] && { ends_within 60 $dpid; echo "rdma link delete: exit $? after the release"; }
+	[ $rrc = 124 ] && { ends_within 60 $rpid; echo "rmmod: exit $? after the release"; }
+	# The verbs process is not this shell's child: wait for it to go.
+	while [ -n "$vpid" ] && alive "$vpid" && [ $(($(date +%s) - t)) -lt 60 ]; do sleep 0.2; done
+	for p in $cpid $dpid $rpid $vpid; do
+		alive "$p" && { echo "$(cat "/proc/$p/comm") ($p) still runs 60 s after the release"; rc=1; }
+	done
+	echo "all ended within $(($(date +%s) - t)) s of the release"
+	[ "$(wc -l < /tmp/odp_stuck.out)" -gt "$lines" ] &&
+		{ echo "the check's output after the release:"; tail -n +$((lines + 1)) /tmp/odp_stuck.out; }
+	wait_for module_gone || { echo "$MOD still loaded 10 s after the release"; rc=1; }
+	if ! grep -q "^$MOD " /proc/modules; then load || { echo "cannot load $MOD again"; rc=1; }; fi
+	odp_stall_end "$spid"
+	ends_within 10 $tpid >/dev/null
+	echo "stall9p.py:"; sed 's/^/  /' /tmp/stall9p.out
+	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_stuck.dmesg
+	if kernel_reports < /tmp/odp_stuck.dmesg > /tmp/odp_stuck.reports; then
+		echo "kernel reports:"; head -n 10 /tmp/odp_stuck.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/odp_stuck.reports)" /tmp/odp_stuck.dmesg
+		rc=1
+	fi
+	return $rc
+}
+# The driver unloaded, or unloads now.
+module_gone() { ! grep -q "^$MOD " /proc/modules || unload; }
+# odp_stall_end PID: unmounts the 9p mount (lazily if it is busy) and stops its server.
+odp_stall_end() {
+	local u end=$(($(date +%s) + 10))
+	umount "$STALL_MNT" 2>/dev/null &
+	u=$!
+	ends_within 20 $u || umount -l "$STALL_MNT" 2>/dev/null
+	kill "$1" 2>/dev/null
+	while alive "$1" && [ "$(date +%s)" -lt $end ]; do sleep 0.2; done
+}
 # Bounded work per context (hostile_budget.c says what each check asserts): two threads
 # post to one QP without pause (UD sends, UC writes, RC memory window binds and
 # invalidations) and no ibv_post_send call stays long in the kernel; one 256 MiB RDMA
@@ -1333,6 +1453,7 @@ run recv_wqe_malformed_rc_own_wr_id t_isol_recv_rc
 run recv_wqe_malformed_ud_own_wr_id t_isol_recv_ud
 run read_mr_deregistered_midstream t_isol_read_dereg
 run isolation_raw_flush_uc_first_short_middle t_isol_live
+run odp_stuck_fault_blocks_no_destroy t_odp_stuck_fault
 run budget_feeder_ud_post_send t_budget_feed_ud
 run budget_feeder_uc_post_send t_budget_feed_uc
 run budget_feeder_rc_local_ops_post_send t_budget_feed_rc_local

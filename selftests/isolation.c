@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Isolation between processes and QPs, and receive WQEs that never disappear without
- * a completion (issue 14, items 4 and 5), through stock libibverbs and librxe.
+ * a completion (issue 14, items 4 and 5), and an on-demand MR's page fault that sleeps
+ * forever holding up no destroy (item 8), through stock libibverbs and librxe.
  *
  *   isolation DEVICE CHECK   (see verbs_common.h)
  *
@@ -13,12 +14,14 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -997,6 +1000,244 @@ static int check_live(void)
 	return bad ? 1 : 0;
 }
 
+/*
+ * (issue 14, 8) A page fault of an on-demand MR that sleeps forever in the kernel does
+ * not hold up the verbs that take the MR and its QP away. The MR maps a file whose
+ * server never answers a read ($ODP_STUCK_FILE, on stall9p.py's 9p mount, mapped
+ * read-only and never touched here): a SEND from it makes the driver fault its pages in,
+ * and the fault sleeps in the 9p read. Once the server saw the read (it creates
+ * $ODP_STUCK_MARKER, 10 s at most) and no completion came, ibv_destroy_qp,
+ * ibv_dereg_mr, ibv_destroy_cq, ibv_dealloc_pd and ibv_close_device are timed: each must
+ * return within ODP_VERB_S seconds. A verb still running after ODP_WATCH_S seconds is
+ * reported with where it sleeps (wchan and kernel stack) and the check fails without
+ * waiting for it (a task asleep in the kernel cannot be killed): it ends once the
+ * server is released.
+ *
+ * The fault holds the read side of the faulting process's mmap lock while it sleeps
+ * (hmm_range_fault() cannot drop it), so whatever that process does that takes the
+ * write side waits for the fault too, whatever the driver does: librxe's munmap() of
+ * the rings in ibv_destroy_qp and ibv_destroy_cq, a malloc() that grows the heap, a new
+ * thread's stack. So the verbs run in a child forked before the SEND, which shares the
+ * device file (the parent then closes its own descriptors of it, so that the child's
+ * ibv_close_device is the last close); the parent only watches. ODP_STUCK_IN_OWNER=1
+ * runs them in the process that owns the MR instead (the child watches), to show that.
+ */
+#define ODP_LEN (1u << 20)
+#define ODP_SEND (8u << 10)
+#define ODP_VERB_S 5
+#define ODP_WATCH_S 10
+enum { V_QP, V_MR, V_RMR, V_SCQ, V_RCQ, V_PD, V_CLOSE, V_N, V_END = 'E' };
+static const char *const odp_verbs[V_N] = {
+	"ibv_destroy_qp", "ibv_dereg_mr (ODP)", "ibv_dereg_mr (receive)", "ibv_destroy_cq (send)",
+	"ibv_destroy_cq (recv)", "ibv_dealloc_pd", "ibv_close_device",
+};
+static char odp_rbuf[ODP_SEND];
+
+/* Prints a file of /proc for a task, through a buffer on the stack (no allocation). */
+static void show_proc(pid_t pid, const char *what)
+{
+	char path[64], buf[4096];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, what);
+	if ((fd = open(path, O_RDONLY)) < 0) {
+		fprintf(stderr, "  %s: %s\n", path, strerror(errno));
+		return;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	fprintf(stderr, "  %s:%s%s%s", what, strchr(buf, '\n') ? "\n" : " ", buf,
+		n > 0 && buf[n - 1] == '\n' ? "" : "\n");
+}
+
+/*
+ * The verbs, each timed; before each its number goes to `fd`, after the last V_END and
+ * the result. A watcher that gave up stops none of them: they all run, and say how long
+ * they took, once the fault lets them.
+ */
+static int odp_verbs_run(struct env *e, struct ibv_qp *qp, struct ibv_mr *mr,
+			 struct ibv_mr *rmr, int fd)
+{
+	int bad = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	for (int v = 0; v < V_N; v++) {
+		unsigned char b = v;
+		double t;
+		int ret;
+
+		if (write(fd, &b, 1) != 1)
+			fd = -1;
+		t = now();
+		switch (v) {
+		case V_QP: ret = ibv_destroy_qp(qp); break;
+		case V_MR: ret = ibv_dereg_mr(mr); break;
+		case V_RMR: ret = ibv_dereg_mr(rmr); break;
+		case V_SCQ: ret = ibv_destroy_cq(e->scq); break;
+		case V_RCQ: ret = ibv_destroy_cq(e->rcq); break;
+		case V_PD: ret = ibv_dealloc_pd(e->pd); break;
+		default: ret = ibv_close_device(e->ctx); break;
+		}
+		t = now() - t;
+		fprintf(stderr, "%s: %s in %.3f s\n", odp_verbs[v], ret ? strerror(ret) : "ok", t);
+		if (ret || t > ODP_VERB_S)
+			bad++;
+	}
+	unsigned char end[2] = { V_END, bad ? 1 : 0 };
+
+	return write(fd, end, 2) == 2 && !bad ? 0 : 1;
+}
+
+/* Follows the verbs process `pid` through `fd`: 0 if all of its verbs were in time. */
+static int odp_watch(pid_t pid, int fd)
+{
+	struct pollfd pf = { .fd = fd, .events = POLLIN };
+	int cur = -1;
+	double since = now();
+
+	for (;;) {
+		unsigned char b[2];
+
+		if (poll(&pf, 1, 200) == 1) {
+			if (read(fd, b, 1) != 1) {
+				/* Gone before its verbs: it said why. */
+				if (cur >= 0)
+					fprintf(stderr, "the verbs process died in %s\n",
+						odp_verbs[cur]);
+				return 1;
+			}
+			if (b[0] == V_END)
+				return read(fd, b + 1, 1) == 1 ? b[1] : 1;
+			cur = b[0] < V_N ? b[0] : 0;
+			since = now();
+			continue;
+		}
+		if (cur >= 0 && now() - since > ODP_WATCH_S) {
+			fprintf(stderr, "%s: still running after %d s (process %d); it sleeps in:\n",
+				odp_verbs[cur], ODP_WATCH_S, (int)pid);
+			show_proc(pid, "wchan");
+			show_proc(pid, "stack");
+			return 1;
+		}
+	}
+}
+
+static int check_odp_stuck_fault(void)
+{
+	const char *file = getenv("ODP_STUCK_FILE"), *marker = getenv("ODP_STUCK_MARKER");
+	const char *owner = getenv("ODP_STUCK_IN_OWNER");
+	int in_owner = owner && !strcmp(owner, "1");
+	struct ibv_device_attr_ex ax;
+	struct ibv_context *ctx;
+	struct env e;
+	struct ibv_mr *mr, *rmr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct stat st;
+	int fd, go[2], prog[2], n, rc, status;
+	pid_t child;
+	char *map;
+	double t0;
+
+	if (!file || !marker)
+		FAIL("ODP_STUCK_FILE and ODP_STUCK_MARKER must name the stalling file and the marker");
+	if (!(ctx = own_ctx()))
+		return 1;
+	memset(&ax, 0, sizeof(ax));
+	if (ibv_query_device_ex(ctx, NULL, &ax))
+		FAIL("ibv_query_device_ex: %s", strerror(errno));
+	if (!(ax.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
+	    !(ax.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_SEND))
+		SKIP("%s offers no on-demand paging for RC SEND (ODP caps %#llx, RC %#x)", dev_name,
+		     (unsigned long long)ax.odp_caps.general_caps,
+		     ax.odp_caps.per_transport_caps.rc_odp_caps);
+	if (env_init(&e, ctx, eth0_v4))
+		return 1;
+	if ((fd = open(file, O_RDONLY)) < 0)
+		FAIL("open %s: %s", file, strerror(errno));
+	map = mmap(NULL, ODP_LEN, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (map == MAP_FAILED)
+		FAIL("mmap %s: %s", file, strerror(errno));
+	close(fd);
+	if (!(mr = ibv_reg_mr(e.pd, map, ODP_LEN, IBV_ACCESS_ON_DEMAND)))
+		FAIL("ibv_reg_mr (on demand, of a read-only mapping): %s", strerror(errno));
+	if (!(rmr = ibv_reg_mr(e.pd, odp_rbuf, sizeof(odp_rbuf), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(qp = rc_self(&e)))
+		FAIL("setup: %s", strerror(errno));
+	struct ibv_sge rsge = { .addr = (uintptr_t)odp_rbuf, .length = sizeof(odp_rbuf),
+				.lkey = rmr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 0x4ec, .sg_list = &rsge, .num_sge = 1 }, *bad_rwr;
+	struct ibv_sge sge = { .addr = (uintptr_t)map, .length = ODP_SEND, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x5e4d, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_wr;
+
+	if (ibv_post_recv(qp, &rwr, &bad_rwr))
+		FAIL("ibv_post_recv: %s", strerror(errno));
+	/* What needs the write side of this process's mmap lock happens before the SEND. */
+	if (pipe(go) || pipe(prog))
+		FAIL("pipe: %s", strerror(errno));
+	if ((child = fork()) < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (child)
+		fprintf(stderr, in_owner ? "verbs in the MR's owner, pid %d (watched by pid %d)\n" :
+			"verbs in a child, pid %d (the MR's owner, pid %d, watches)\n",
+			in_owner ? (int)getpid() : (int)child, in_owner ? (int)child : (int)getpid());
+	if (child == 0) {
+		char c;
+
+		close(go[1]);
+		if (in_owner) {
+			/* The watcher holds no descriptor of the device file. */
+			close(ctx->cmd_fd);
+			close(ctx->async_fd);
+			close(prog[1]);
+			_exit(odp_watch(getppid(), prog[0]));
+		}
+		close(prog[0]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		_exit(odp_verbs_run(&e, qp, mr, rmr, prog[1]));
+	}
+	close(go[0]);
+	close(in_owner ? prog[0] : prog[1]);
+	t0 = now();
+	if (ibv_post_send(qp, &wr, &bad_wr))
+		FAIL("ibv_post_send: %s", strerror(errno));
+	while (stat(marker, &st)) {
+		if (now() - t0 > 10) {
+			n = poll_for(e.scq, &wc, 1, 0);
+			FAIL("no 9p read within 10 s of the SEND (%d completion(s)%s%s)", n,
+			     n == 1 ? ", " : "", n == 1 ? ibv_wc_status_str(wc.status) : "");
+		}
+		usleep(10000);
+	}
+	fprintf(stderr, "the fault's read reached the 9p server %.3f s after the SEND\n",
+		now() - t0);
+	usleep(500000);
+	if ((n = poll_for(e.scq, &wc, 1, 0)) || (n = poll_for(e.rcq, &wc, 1, 0)))
+		FAIL("a completion (%s, wr_id %#llx) although the SEND's data cannot be read",
+		     n > 0 ? ibv_wc_status_str(wc.status) : "poll failed",
+		     (unsigned long long)wc.wr_id);
+	fprintf(stderr, "no completion after 0.5 s more: the fault sleeps\n");
+	if (in_owner) {
+		rc = odp_verbs_run(&e, qp, mr, rmr, prog[1]);
+		waitpid(child, &status, 0);
+		return rc;
+	}
+	/* The child's descriptors of the device file are the last ones from now on. */
+	close(ctx->cmd_fd);
+	close(ctx->async_fd);
+	if (write(go[1], "g", 1) != 1)
+		FAIL("the verbs process is gone");
+	rc = odp_watch(child, prog[0]);
+	if (rc == 0 && (waitpid(child, &status, 0) != child || !WIFEXITED(status) ||
+			WEXITSTATUS(status)))
+		rc = 1;
+	return rc;
+}
+
 static const struct check checks[] = {
 	{ "mw_bind_other_pd", NULL, check_mw_bind_other_pd },
 	{ "ud_other_ah", NULL, check_ud_other_ah },
@@ -1006,6 +1247,7 @@ static const struct check checks[] = {
 	{ "recv_malformed_ud", check_recv_malformed_ud, NULL },
 	{ "read_dereg", NULL, check_read_dereg },
 	{ "live", NULL, check_live },
+	{ "odp_stuck_fault", NULL, check_odp_stuck_fault },
 	{ NULL, NULL, NULL },
 };
 

@@ -142,7 +142,8 @@ def isol(args):
     put(bth(0x01, r1, psn + 1, ack=True) + b"B" * 100)
     for q, key in ((r2, rkey), (r3, rkey ^ 0x00ABCD00)):
         feth = struct.pack("!I", 0)  # selectivity 0, placement type 0
-        put(bth(0x1C, q, psn, ack=True) + reth(va, key, 64) + feth)
+        # On the wire FETH comes before RETH.
+        put(bth(0x1C, q, psn, ack=True) + feth + reth(va, key, 64))
     put(bth(0x20, u1, psn) + b"A" * mtu)
     put(bth(0x20, u1, psn + 1) + b"A" * mtu)
     put(bth(0x24, u1, psn + 2) + real)

@@ -24,6 +24,9 @@ for side in a b; do
 	mkdir -p "$share"
 	cp "$TOP_DIR/build/test/rxe_rs.ko" "$TOP_DIR/selftests/interop.sh" \
 		"$TOP_DIR/selftests/pcap_icrc.py" "$share/"
+	mkdir -p "$share/bin"
+	in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-interop-$side/bin/read_big" \
+		/src/selftests/read_big.c -libverbs
 	if [ $side = a ]; then
 		env="ROLE=a DRIVER=rxe ME=192.168.77.1 PEER=192.168.77.2"
 		link="$port_a:$port_b:52:54:00:77:00:01"
@@ -32,7 +35,7 @@ for side in a b; do
 		link="$port_b:$port_a:52:54:00:77:00:02"
 	fi
 	printf 'cd /mnt/host && %s sh interop.sh\n' "$env" > "$out/cmd-$side.sh"
-	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 900 --link "$link" \
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1800 --link "$link" \
 		"$out/cmd-$side.sh" > "$out/$side.console" 2>&1 &
 	pids+=($!)
 done

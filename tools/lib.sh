@@ -48,9 +48,9 @@ make_share() {
 	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
 		"$TOP_DIR/selftests/roce_send.py" "$TOP_DIR/selftests/live_qps.py" \
-		"$TOP_DIR/selftests/peer_qps.py" "$share/"
+		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" "$share/"
 	for prog in verbs_basic verbs_objects destroy_traffic hostile_iova isolation \
-		hostile_budget verbs_fuzz verbs_failnth; do
+		hostile_budget verbs_fuzz verbs_failnth read_big; do
 		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
 			"/src/selftests/$prog.c" -libverbs || return
 	done

@@ -83,8 +83,8 @@ const MW_ACCESS: u32 = (MR_ACCESS & !ON_DEMAND) | ZERO_BASED;
 enum Memory {
     /// A process's pinned pages.
     User(Umem),
-    /// A process's pages, mapped on demand.
-    Odp(OdpUmem),
+    /// A process's pages, mapped on demand; a fault in progress holds them too.
+    Odp(Arc<OdpUmem>),
     /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
     Dma(KernelMemory),
     /// A fast-registration MR: the pages its consumer mapped, once a REG_MR work
@@ -196,19 +196,35 @@ pub(crate) fn write_local(
         .map_err(|e| m.local_error(e, (addr, data.len(), true), fault))
 }
 
-/// Maps the pages `f` names, faulting them in. Process context only: it may sleep.
-/// Fails if the MR is gone or being deregistered, or the pages cannot be mapped (the
-/// process unmapped them).
-pub(crate) fn resolve(dev: &RxeDev, f: &Fault) -> Result {
+/// How a request to map the pages of a [`Fault`] went.
+pub(crate) enum Resolving {
+    /// Nothing is to be mapped: the key's memory is pinned now.
+    Mapped,
+    /// The fault runs in a work item of its own, which calls back when it ends.
+    Started,
+}
+
+/// Has the pages `f` names faulted in, in a work item of their own that nothing waits
+/// for (the fault may sleep for good, see [`OdpUmem::fault_async`]); `done` is called
+/// there with the outcome. Process context only. Fails at once, and `done` is not
+/// called, if the MR is gone or being deregistered or the fault cannot be started.
+pub(crate) fn resolve(
+    dev: &RxeDev,
+    f: &Fault,
+    done: impl FnOnce(Result) + Send + 'static,
+) -> Result<Resolving> {
     // The reference taken here may be the MR's last, if it is deregistered meanwhile:
     // then it is released here, in process context.
-    let e = dev.mr_table.get(f.key >> 8).ok_or(EFAULT)?;
+    let e = dev.mr_table.hold(f.key >> 8).ok_or(EFAULT)?;
     if e.key.load(Relaxed) != f.key {
         return Err(EFAULT);
     }
     match &e.memory {
-        Memory::Odp(o) => o.map(f.at, f.len, f.write, true),
-        _ => Ok(()),
+        Memory::Odp(o) => {
+            OdpUmem::fault_async(o, (f.at, f.len, f.write), done)?;
+            Ok(Resolving::Started)
+        }
+        _ => Ok(Resolving::Mapped),
     }
 }
 
@@ -680,7 +696,7 @@ impl RxeMr {
                 return Err(eopnotsupp());
             }
             let charge = Quota::charge(&dev.mrs)?;
-            let odp = OdpUmem::get(dev, start, len, access)?;
+            let odp = Arc::new(OdpUmem::get(dev, start, len, access)?, GFP_KERNEL_ACCOUNT)?;
             let length = odp.len() as u64;
             return Self::finish(
                 dev,
@@ -739,8 +755,9 @@ impl RxeMr {
     }
 
     /// Deregistration: refused while windows are bound to the MR (as by rxe); from
-    /// then on nothing binds to it, and nothing of an on-demand MR is faulted in (a
-    /// fault in progress is waited for).
+    /// then on nothing binds to it, and no fault of an on-demand MR starts. A fault in
+    /// progress is not waited for (it may sleep for good): it holds the pages' umem
+    /// until it ends, and nothing uses what it maps.
     pub(crate) fn dereg(&self) -> Result {
         {
             let mut b = self.held.entry.state.lock();
@@ -767,7 +784,7 @@ impl RxeMr {
     ) -> Result {
         let write = advice == Advice::PrefetchWrite;
         for s in sges {
-            let e = dev.mr_table.get(s.lkey >> 8).ok_or(EINVAL)?;
+            let e = dev.mr_table.hold(s.lkey >> 8).ok_or(EINVAL)?;
             let region = e
                 .clone()
                 .mr_region(s.lkey, pd, need::LOCAL_READ)

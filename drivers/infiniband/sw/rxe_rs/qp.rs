@@ -35,7 +35,7 @@ use crate::ib::{
     task::{Task, TaskRun, Workqueue},
     wr::{RecvWr, SendWr, WcQp},
 };
-use crate::mr::Fault;
+use crate::mr::{Fault, Resolving};
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
 use crate::req::{ReqState, Step};
@@ -47,10 +47,11 @@ use crate::table::{IdTable, Number, Numbered};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
 use kernel::{
     cpu::CpuId,
+    new_spinlock,
     prelude::*,
     sync::{
         atomic::{Atomic, Relaxed},
-        Arc,
+        Arc, SpinLock,
     },
 };
 
@@ -140,12 +141,31 @@ pub(crate) struct QpInner {
     /// Events to deliver from the workqueue.
     pending: KVec<QpEvent>,
     /// Pages of on-demand MRs for the task to fault in, one request per [`OdpWait`]
-    /// kind, and per kind whether its last fault failed.
+    /// kind; per kind whether a fault is in progress (at most one: a reset does not
+    /// clear this, so destroy-free loops cannot pile faults up), whether one ended since
+    /// the task last ran, and whether the last one failed.
     odp: [Option<Fault>; OdpWait::COUNT],
+    odp_busy: [bool; OdpWait::COUNT],
+    odp_ended: [bool; OdpWait::COUNT],
     odp_failed: [bool; OdpWait::COUNT],
+    /// Counts resets: a fault asked for before the last one ends as stale, clearing
+    /// only its `odp_busy`.
+    odp_epoch: u32,
 }
 
 impl QpInner {
+    /// A fault for `wait`, asked for in `epoch`, ended with `r` (or could not start).
+    /// Returns whether the waiter is to run again: not if the QP was reset since.
+    fn fault_ended(&mut self, wait: OdpWait, epoch: u32, r: Result) -> bool {
+        let i = wait as usize;
+        self.odp_busy[i] = false;
+        if epoch != self.odp_epoch {
+            return false;
+        }
+        self.odp_failed[i] |= r.is_err();
+        true
+    }
+
     /// The path MTU in bytes (256 until `modify_qp` sets one).
     pub(crate) fn mtu_bytes(&self) -> u32 {
         self.attrs.path_mtu.map_or(256, |m| m.bytes())
@@ -170,6 +190,40 @@ pub(crate) enum OdpWait {
 
 impl OdpWait {
     const COUNT: usize = 4;
+    const ALL: [Self; Self::COUNT] = [
+        Self::Requester,
+        Self::Completer,
+        Self::ReadResponse,
+        Self::Request,
+    ];
+}
+
+/// The way back to a QP from its faults in progress ([`crate::mr::resolve`]). Destroy
+/// cuts it, so that a fault that ends later (one may sleep for good) finds no QP.
+#[pin_data]
+pub(crate) struct FaultLink {
+    #[pin]
+    qp: SpinLock<Option<Arc<Task<QpShared>>>>,
+}
+
+impl FaultLink {
+    /// A fault for `wait`, asked for in `epoch`, ended with `r`: the QP's task goes on
+    /// from there.
+    fn ended(&self, wait: OdpWait, epoch: u32, r: Result) {
+        let qp = self.qp.lock();
+        let Some(task) = qp.as_ref() else {
+            return;
+        };
+        {
+            let mut inner = task.inner.lock();
+            if inner.fault_ended(wait, epoch, r) {
+                inner.odp_ended[wait as usize] = true;
+            }
+        }
+        // A linked QP is not destroyed yet, so neither is its device. The task also
+        // takes a request that waited while this fault was in progress.
+        task.dev.wq.run(task);
+    }
 }
 
 /// What a QP's verbs and its deferred work share.
@@ -198,6 +252,8 @@ pub(crate) struct QpShared {
     /// The SRQ receives come from, kept alive while the QP is.
     pub(crate) srq: Option<SrqHandle>,
     events: Arc<QpEvents>,
+    /// Linked to the QP from its publication to its destroy.
+    link: Arc<FaultLink>,
     /// The device, for the QP's timer; ib_core destroys every QP before it waits for
     /// the device's references to go.
     dev: DeviceRef<RxeRs>,
@@ -218,35 +274,52 @@ impl Numbered for Task<QpShared> {
 
 impl TaskRun for QpShared {
     fn run(task: &Arc<Task<Self>>) {
-        let (pending, mut kick, mut respond, faults) = {
+        let mut faults = [None; OdpWait::COUNT];
+        let (pending, mut kick, mut respond, mut ended, epoch) = {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
             }
             let kick = core::mem::take(&mut inner.kick);
             let respond = core::mem::take(&mut inner.respond);
-            let faults = core::mem::replace(&mut inner.odp, [None; OdpWait::COUNT]);
-            (core::mem::take(&mut inner.pending), kick, respond, faults)
+            let ended = core::mem::take(&mut inner.odp_ended);
+            for (i, fault) in faults.iter_mut().enumerate() {
+                if ended[i] {
+                    // The waiter runs again and asks anew if pages are still missing.
+                    inner.odp[i] = None;
+                }
+                if !inner.odp_busy[i] {
+                    *fault = inner.odp[i].take();
+                    inner.odp_busy[i] = fault.is_some();
+                }
+            }
+            let pending = core::mem::take(&mut inner.pending);
+            (pending, kick, respond, ended, inner.odp_epoch)
         };
         for ev in pending {
             task.events.raise(ev);
         }
         let dev = &task.dev;
-        let waits = [
-            OdpWait::Requester,
-            OdpWait::Completer,
-            OdpWait::ReadResponse,
-            OdpWait::Request,
-        ];
-        let mut go_back = false;
-        for (wait, fault) in waits.iter().zip(faults.iter()) {
+        for (wait, fault) in OdpWait::ALL.into_iter().zip(faults.iter()) {
             let Some(fault) = fault else {
                 continue;
             };
-            // Process context, no lock held: faulting may sleep.
-            if crate::mr::resolve(dev, fault).is_err() {
-                task.inner.lock().odp_failed[*wait as usize] = true;
+            let link = task.link.clone();
+            let r = crate::mr::resolve(dev, fault, move |r| link.ended(wait, epoch, r));
+            let r = match r {
+                Ok(Resolving::Started) => continue,
+                Ok(Resolving::Mapped) => Ok(()),
+                Err(e) => Err(e),
+            };
+            if task.inner.lock().fault_ended(wait, epoch, r) {
+                ended[wait as usize] = true;
+            } else {
+                // Reset meanwhile: a request that waited for this one is taken next run.
+                dev.wq.run(task);
             }
+        }
+        let mut go_back = false;
+        for wait in OdpWait::ALL.into_iter().filter(|w| ended[*w as usize]) {
             match wait {
                 OdpWait::Requester => kick = true,
                 OdpWait::Completer => go_back = true,
@@ -468,13 +541,17 @@ impl RxeQp {
                 dead: false,
                 pending: KVec::new(),
                 odp: [None; OdpWait::COUNT],
+                odp_busy: [false; OdpWait::COUNT],
+                odp_ended: [false; OdpWait::COUNT],
                 odp_failed: [false; OdpWait::COUNT],
+                odp_epoch: 0,
             }),
             routes <- RouteCache::new(),
             send_cq,
             recv_cq,
             srq,
             events: events.clone(),
+            link: Arc::pin_init(pin_init!(FaultLink { qp <- new_spinlock!(None) }), GFP_KERNEL)?,
             dev: dev_ref,
         }))?;
         // The process learns where its rings are before the QP is published: a failed
@@ -485,12 +562,14 @@ impl RxeQp {
         }
         // The GSI QP is QP1 (one port, so one of them); the others are numbered from
         // the table's range.
-        let qp_num = if init.qp_type == QpType::Gsi {
-            dev.qp_table.insert_at(GSI_QPN, &shared)?;
-            GSI_QPN
+        // Once published, a packet may ask for a fault, which must find its way back.
+        *shared.link.qp.lock() = Some(shared.clone());
+        let published = if init.qp_type == QpType::Gsi {
+            dev.qp_table.insert_at(GSI_QPN, &shared).map(|()| GSI_QPN)
         } else {
-            dev.qp_table.insert(&shared, GFP_KERNEL)?
+            dev.qp_table.insert(&shared, GFP_KERNEL)
         };
+        let qp_num = published.inspect_err(|_| drop(shared.link.qp.lock().take()))?;
         let qp = Self {
             shared,
             qp_type: init.qp_type,
@@ -632,7 +711,9 @@ impl RxeQp {
                     inner.req_psn = 0;
                     inner.rnr_wait = false;
                     inner.odp = [None; OdpWait::COUNT];
+                    inner.odp_ended = [false; OdpWait::COUNT];
                     inner.odp_failed = [false; OdpWait::COUNT];
+                    inner.odp_epoch = inner.odp_epoch.wrapping_add(1);
                 }
                 QpState::Rtr if cur != QpState::Rtr => {
                     let psn = inner.attrs.rq_psn;
@@ -1285,8 +1366,10 @@ impl RxeQp {
             inner.dead = true;
             inner.pending.clear();
         }
-        // No new packet can find it.
+        // No new packet can find it, and no fault that ends from now on.
         qp.device().qp_table.remove(qp.qp_num());
+        let link = qp.shared.link.qp.lock().take();
+        drop(link);
         // The data path uses a QP only in RCU read-side sections (packets in softirq,
         // the device's own packets, the requester and responder runners, the owed-work
         // sender), and finds it there through its number (which marks it used), except
@@ -1296,8 +1379,9 @@ impl RxeQp {
         // been handed on; a QP no packet found since a grace period ended waits for none.
         crate::ib::sync::synchronize_rcu_since(qp.shared.qp_num.last_use());
         // Only those runners set the QP's timer, and only a live QP's; nothing queues a
-        // dead QP's work item. Once both are off the workqueue, nothing of the QP runs,
-        // and its last references are ours: its rings go here, in process context.
+        // dead QP's work item but a fault that ended before its link was cut above (that
+        // run finds the QP dead). Once both are off the workqueue, nothing of the QP
+        // runs, and its last references are ours: its rings go here, in process context.
         Task::cancel(&qp.shared);
     }
 }

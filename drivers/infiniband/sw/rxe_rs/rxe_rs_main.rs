@@ -68,12 +68,15 @@ struct RxeRsModule {
     notifier: ib::netdev::Notifier<net::NetEvents>,
     #[pin]
     tunnels: ib::udp::Tunnels<recv::Recv>,
+    /// Dropped last: its work items may outlive every device.
+    faults: ib::odp::FaultQueue,
 }
 
 impl kernel::InPlaceModule for RxeRsModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // Set up in reverse teardown order; on failure the fields already made are dropped.
         try_pin_init!(Self {
+            faults: ib::odp::FaultQueue::new()?,
             tunnels <- ib::udp::Tunnels::register(),
             notifier <- ib::netdev::Notifier::register(),
             devices: ib::device::AllDevices::new(),

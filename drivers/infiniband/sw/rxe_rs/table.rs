@@ -242,4 +242,15 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         drop(taken);
         found
     }
+
+    /// The object numbered `n`, if there is one, not marked as used: for a caller in
+    /// process context that keeps it alive by the reference it gets, which nobody waits
+    /// for (its last reference may then be that caller's).
+    pub(crate) fn hold(&self, n: u32) -> Option<Arc<T>> {
+        // The xarray's lock is taken in softirq too: only inside `taken`, as in `get`.
+        let taken = self.taken.lock();
+        let found = self.xa.lock().get(n as usize).map(Arc::from);
+        drop(taken);
+        found
+    }
 }
