@@ -34,6 +34,8 @@ for side in a b; do
 		env="ROLE=b DRIVER=rxe_rs ME=192.168.77.2 PEER=192.168.77.1"
 		link="$port_b:$port_a:52:54:00:77:00:02"
 	fi
+	# Which sides serve the big READ (selftests/interop.sh).
+	env="$env READ_BIG_SERVERS='${READ_BIG_SERVERS:-b}'"
 	printf 'cd /mnt/host && %s sh interop.sh\n' "$env" > "$out/cmd-$side.sh"
 	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1800 --link "$link" \
 		"$out/cmd-$side.sh" > "$out/$side.console" 2>&1 &
