@@ -560,10 +560,10 @@ impl RxeQp {
         if let Some(user) = user {
             user.udata.respond(&resp)?;
         }
-        // The GSI QP is QP1 (one port, so one of them); the others are numbered from
-        // the table's range.
         // Once published, a packet may ask for a fault, which must find its way back.
         *shared.link.qp.lock() = Some(shared.clone());
+        // The GSI QP is QP1 (one port, so one of them); the others are numbered from
+        // the table's range.
         let published = if init.qp_type == QpType::Gsi {
             dev.qp_table.insert_at(GSI_QPN, &shared).map(|()| GSI_QPN)
         } else {

@@ -231,25 +231,25 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
     /// caller in an RCU read-side section is waited for by whoever removes the object
     /// and then waits past its last use.
     pub(crate) fn get(&self, n: u32) -> Option<Arc<T>> {
-        let taken = self.taken.lock();
-        // The xarray's guard is a temporary of this statement, so it goes before `taken`
-        // restores the interrupts (a guard in the tail expression would outlive it).
-        let found = self.xa.lock().get(n as usize).map(Arc::from);
-        // Under the lock `remove` takes: a remover that has returned sees this mark.
-        if let Some(obj) = found.as_ref().filter(|_| T::WAITED_FOR) {
-            obj.number().used.mark();
-        }
-        drop(taken);
-        found
+        self.find(n, T::WAITED_FOR)
     }
 
     /// The object numbered `n`, if there is one, not marked as used: for a caller in
     /// process context that keeps it alive by the reference it gets, which nobody waits
     /// for (its last reference may then be that caller's).
     pub(crate) fn hold(&self, n: u32) -> Option<Arc<T>> {
-        // The xarray's lock is taken in softirq too: only inside `taken`, as in `get`.
+        self.find(n, false)
+    }
+
+    fn find(&self, n: u32, mark: bool) -> Option<Arc<T>> {
         let taken = self.taken.lock();
+        // The xarray's guard is a temporary of this statement, so it goes before `taken`
+        // restores the interrupts (a guard in the tail expression would outlive it).
         let found = self.xa.lock().get(n as usize).map(Arc::from);
+        // Under the lock `remove` takes: a remover that has returned sees this mark.
+        if let Some(obj) = found.as_ref().filter(|_| mark) {
+            obj.number().used.mark();
+        }
         drop(taken);
         found
     }
