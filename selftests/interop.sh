@@ -77,9 +77,9 @@ big=${READ_BIG:-268435456}
 for s in ${READ_BIG_SERVERS:-b}; do
 	n=$((n + 1))
 	if [ "$ROLE" = "$s" ]; then
-		timeout -k 10 720 /mnt/host/bin/read_big serve $DEV "$gid" 18600 "$big" > /tmp/out 2>&1
+		timeout -k 10 1320 /mnt/host/bin/read_big serve $DEV "$gid" 18600 "$big" > /tmp/out 2>&1
 	else
-		timeout -k 10 720 /mnt/host/bin/read_big get $DEV "$gid" "$PEER" 18600 "$big" > /tmp/out 2>&1
+		timeout -k 10 1320 /mnt/host/bin/read_big get $DEV "$gid" "$PEER" 18600 "$big" > /tmp/out 2>&1
 	fi
 	rc=$?
 	sed 's/^/# /' /tmp/out

@@ -37,7 +37,7 @@ for side in a b; do
 	# Which sides serve the big READ (selftests/interop.sh).
 	env="$env READ_BIG_SERVERS='${READ_BIG_SERVERS:-b}'"
 	printf 'cd /mnt/host && %s sh interop.sh\n' "$env" > "$out/cmd-$side.sh"
-	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 1800 --link "$link" \
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 2100 --link "$link" \
 		"$out/cmd-$side.sh" > "$out/$side.console" 2>&1 &
 	pids+=($!)
 done
