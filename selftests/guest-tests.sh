@@ -51,6 +51,14 @@ run() {
 	# EXCEPT=regex leaves the matching tests out.
 	if [ -n "${EXCEPT:-}" ] && echo "$1" | grep -qE "$EXCEPT"; then return; fi
 	tap_n=$((tap_n + 1))
+	# AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering them still:
+	# tools/check.sh goes on this way in a new boot after a test hung the guest.
+	if [ -n "${AFTER:-}" ]; then
+		[ "$1" = "$AFTER" ] && AFTER=
+		return
+	fi
+	# Which test was running, should the guest hang or die in it.
+	echo "# start $tap_n $1"
 	"$2" > /tmp/test.log 2>&1
 	rc=$?
 	if [ $rc = 0 ]; then

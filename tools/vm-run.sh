@@ -4,23 +4,27 @@
 # script in it as the guest's payload.
 #
 #   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS]
-#                   [--link LPORT:RPORT:MAC] SCRIPT
+#                   [--idle SECONDS] [--link LPORT:RPORT:MAC] SCRIPT
 #
 # DIR is shared with the guest at /mnt/host; SCRIPT is copied there as cmd.sh, together
 # with the kernel's modules. The console goes to stdout and DIR/console.log. The exit
 # status is the script's; a guest that crashes, hangs or never reports fails.
+# --idle stops a guest whose tests made no progress (no `# start` or TAP result line on
+# the console) for that long: a test that hung the guest costs that, not the whole
+# --timeout.
 # --link gives the guest a second NIC (eth1, MAC as given) whose frames travel as UDP
 # datagrams between 127.0.0.1:LPORT and 127.0.0.1:RPORT: two guests with mirrored ports
 # share an Ethernet link, and nothing leaves the host's loopback.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-flavor=test share= timeout=600 link=
+flavor=test share= timeout=600 idle= link=
 while [ $# -gt 1 ]; do
 	case $1 in
 	--kernel) flavor=$2; shift 2 ;;
 	--share) share=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
+	--idle) idle=$2; shift 2 ;;
 	--link) link=$2; shift 2 ;;
 	*) die "unknown option $1" ;;
 	esac
@@ -33,7 +37,7 @@ root=$(rootfs_dir)
 mkdir -p "$share"
 share=$(cd "$share" && pwd)
 cp "$script" "$share/cmd.sh"
-rm -f "$share/exit-status"
+rm -f "$share/exit-status" "$share/.qemu.pid"
 # The modules as installed by the kernel build, refreshed when the kernel changed.
 if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
 	rm -rf "$share/modules"
@@ -59,9 +63,26 @@ append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
 [ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot"
 
+# Stops the guest once no test started or ended for $idle seconds.
+watch_progress() {
+	local seen=-1 n since=$SECONDS
+	while sleep 10; do
+		n=$(tr -d '\r' < "$share/console.log" 2>/dev/null | grep -cE '^(not )?ok [0-9]+ |^# start ' || true)
+		if [ "$n" != "$seen" ]; then
+			seen=$n since=$SECONDS
+		elif [ $((SECONDS - since)) -ge "$idle" ]; then
+			echo "vm-run: no test started or ended for ${idle}s: stopping the guest" >&2
+			kill "$(cat "$share/.qemu.pid")" 2>/dev/null
+			return
+		fi
+	done
+}
+
 boot() {
+	local watcher=
+	[ -z "$idle" ] || { watch_progress & watcher=$!; }
 	set +e
-	timeout --foreground -k 5 "$timeout" qemu-system-x86_64 \
+	timeout --foreground -k 5 "$timeout" qemu-system-x86_64 -pidfile "$share/.qemu.pid" \
 		-accel tcg,thread=single -cpu max -smp 2 -m 2G \
 		-nographic -no-reboot -nodefaults -serial stdio \
 		-kernel "$kdir/arch/x86/boot/bzImage" -append "$append" \
@@ -72,6 +93,7 @@ boot() {
 		</dev/null 2>&1 | tee "$share/console.log"
 	qemu=${PIPESTATUS[0]}
 	set -e
+	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true
 }
 boot
 # TCG runs the vCPUs in one thread: with a thread per vCPU, code the kernel patches while
