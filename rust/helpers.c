@@ -177,7 +177,18 @@ struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name, bool highpri)
 /* For work that may sleep without bound: not per CPU, no rescuer. */
 struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name)
 {
-	return alloc_workqueue("%s", WQ_UNBOUND, 0, name);
+	return alloc_workqueue("%s", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE, name);
+}
+
+u32 rxe_rs_current_owner(void)
+{
+	const struct user_namespace *ns = current_user_ns();
+
+	if (ns == &init_user_ns)
+		return __kuid_val(current_euid());
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return __kuid_val(ns->owner);
 }
 
 bool rxe_rs_module_get(struct module *module)

@@ -396,6 +396,16 @@ impl Drop for OdpUmem {
     }
 }
 
+/// The user the calling process acts for, as a kernel UID: its effective UID in the
+/// initial user namespace; in a user namespace, the UID of whoever made the outermost
+/// namespace below the initial one (so that the UIDs a user maps in namespaces of its
+/// own all count as that user, as the kernel's `ucounts` limits do).
+pub(crate) fn current_owner() -> u32 {
+    // SAFETY: Reads the calling task's credentials and their namespaces, which live
+    // while it runs.
+    unsafe { bindings::rxe_rs_current_owner() }
+}
+
 /// A reference to this module: while it is held the module is not unloaded.
 struct ModuleRef(());
 

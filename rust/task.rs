@@ -187,8 +187,8 @@ impl Workqueue {
     }
 
     /// An unbound workqueue named `name` (the name is copied) for work that may sleep
-    /// without bound. It has no rescuer: nothing that reclaiming memory waits for may be
-    /// queued on it.
+    /// without bound, running up to `WQ_UNBOUND_MAX_ACTIVE` items at once. It has no
+    /// rescuer: nothing that reclaiming memory waits for may be queued on it.
     pub(crate) fn new_unbound(name: &CStr) -> Result<Self> {
         // SAFETY: `name` is NUL-terminated; the function copies it.
         let raw = unsafe { bindings::rxe_rs_alloc_unbound_workqueue(name.as_char_ptr()) };

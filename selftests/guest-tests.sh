@@ -304,8 +304,12 @@ blocked_tasks() {
 # there the check would hang the guest until the end, so it skips. ODP_STUCK_IN_OWNER=1
 # has the MR's owner run the verbs itself (see isolation.c).
 STALL_MNT=/tmp/stall9p
-t_odp_stuck_fault() {
-	local n0 spid tpid cpid vpid dpid rpid crc drc rrc t p lines rc=0 mark=/tmp/stall9p.read
+# odp_stall_start: the start of the stalling-file tests: skips on rxe (exit status 4;
+# its QP task faults the pages in and its destroy waits for that task: the guest would
+# hang), notes the kernel log's length in $n0, mounts stall9p.py's file system at
+# $STALL_MNT (its marker file $mark), the server's pid in $spid and its timeout(1)'s in
+# $tpid, then adds the device.
+odp_stall_start() {
 	if [ "$DRIVER" = rxe ]; then
 		echo "rxe: its QP task faults the pages in and its destroy waits for that task: the guest would hang"
 		return 4
@@ -319,7 +323,11 @@ t_odp_stuck_fault() {
 		echo "stall9p.py did not mount:"; cat /tmp/stall9p.out; kill $tpid 2>/dev/null; return 1
 	fi
 	spid=$(sed -n 's/^mounted .* pid \([0-9]*\)$/\1/p' /tmp/stall9p.out)
-	if ! with_dev; then odp_stall_end "$spid"; return 1; fi
+	with_dev || { odp_stall_end "$spid"; return 1; }
+}
+t_odp_stuck_fault() {
+	local n0 spid tpid cpid vpid dpid rpid crc drc rrc t p lines rc=0 mark=/tmp/stall9p.read
+	odp_stall_start || return $?
 	ODP_STUCK_FILE=$STALL_MNT/f ODP_STUCK_MARKER=$mark \
 		timeout -k 5 60 "$IS" "$DEV" odp_stuck_fault > /tmp/odp_stuck.out 2>&1 &
 	cpid=$!
@@ -380,6 +388,83 @@ t_odp_stuck_fault() {
 	return $rc
 }
 # The driver unloaded, or unloads now.
+# Faults that sleep for good are bounded per user (issue 14, item 8): with the same
+# stalling mount, isolation.c's odp_stuck_many check creates, sends from the stalling
+# file and destroys 40 QPs, every verb within 5 s. Then at least one and at most 16
+# (FAULTS_PER_USER) tasks may be asleep in a fault; rxe_rs before the bound left one per
+# QP. A process of another user (euid 65534) still has its own faults served (a SEND
+# from fresh on-demand memory completes), while one of root's waits for a slot. After
+# the release everything ends, the module unloads, and the kernel logged no report.
+# Skips on rxe for the reason t_odp_stuck_fault does.
+# A fault that ends after its QP was reset (issue 14, item 8): isolation.c's
+# odp_reset_stale check makes a fault sleep on the stalling file, resets its QP and
+# brings it back to RTS; then the 9p server is stopped (the stale fault fails with EIO)
+# and a SEND that needs a fault of its own must complete with its data. Skips on rxe
+# for the reason t_odp_stuck_fault does.
+t_odp_reset_stale() {
+	local n0 spid tpid cpid crc i rc=0 mark=/tmp/stall9p.read rel=/tmp/odp_released
+	rm -f "$rel"
+	odp_stall_start || return $?
+	ODP_STUCK_FILE=$STALL_MNT/f ODP_STUCK_MARKER=$mark ODP_RELEASED=$rel \
+		timeout -k 5 120 "$IS" "$DEV" odp_reset_stale > /tmp/odp_reset.out 2>&1 &
+	cpid=$!
+	i=0
+	while ! grep -q '^reset done' /tmp/odp_reset.out && alive $cpid && [ $i -lt 150 ]; do
+		i=$((i + 1)); sleep 0.2
+	done
+	# The server goes: the pending read, and with it the stale fault, fails.
+	kill -TERM "$spid"
+	touch "$rel"
+	ends_within 60 $cpid; crc=$?
+	cat /tmp/odp_reset.out
+	[ $crc = 0 ] || { echo "the check failed ($crc)"; rc=1; }
+	odp_stall_end "$spid"
+	ends_within 10 $tpid >/dev/null
+	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_reset.dmesg
+	if kernel_reports < /tmp/odp_reset.dmesg > /tmp/odp_reset.reports; then
+		echo "kernel reports:"; head -n 10 /tmp/odp_reset.reports; rc=1
+	fi
+	return $rc
+}
+odp_faulting() { grep -l ib_umem_odp_map_dma /proc/[0-9]*/stack 2>/dev/null | wc -l; }
+t_odp_stuck_many() {
+	local n0 spid tpid cpid crc n t rc=0 mark=/tmp/stall9p.read
+	odp_stall_start || return $?
+	ODP_STUCK_FILE=$STALL_MNT/f ODP_STUCK_MARKER=$mark \
+		timeout -k 5 500 "$IS" "$DEV" odp_stuck_many > /tmp/odp_many.out 2>&1 &
+	cpid=$!
+	ends_within 510 $cpid; crc=$?
+	cat /tmp/odp_many.out
+	case $crc in
+	0) ;;
+	4) odp_stall_end "$spid"; return 4 ;;
+	*) echo "the check failed ($crc)"; rc=1 ;;
+	esac
+	sleep 2
+	n=$(odp_faulting)
+	echo "tasks asleep in a fault of an on-demand MR: $n (at most 16)"
+	[ "$n" -ge 1 ] && [ "$n" -le 16 ] || { rc=1; blocked_tasks | head -n 60; }
+	chmod 666 /dev/infiniband/uverbs* || rc=1
+	setpriv --reuid 65534 --regid 65534 --clear-groups "$IS" "$DEV" odp_fresh 2>&1 || rc=1
+	ODP_FRESH_EXPECT=stall "$IS" "$DEV" odp_fresh 2>&1 || rc=1
+	kill -USR1 "$spid"
+	wait_for grep -q '^released' /tmp/stall9p.out || { echo "stall9p.py did not release the reads"; rc=1; }
+	t=$(date +%s)
+	[ $crc = 124 ] && { ends_within 60 $cpid; echo "the check: exit $? after the release"; }
+	while [ "$(odp_faulting)" -gt 0 ] && [ $(($(date +%s) - t)) -lt 60 ]; do sleep 0.2; done
+	echo "faults asleep $(($(date +%s) - t)) s after the release: $(odp_faulting)"
+	[ "$(odp_faulting)" = 0 ] || rc=1
+	del_all
+	wait_for module_gone || { echo "$MOD still loaded 10 s after the release"; rc=1; }
+	if ! grep -q "^$MOD " /proc/modules; then load || { echo "cannot load $MOD again"; rc=1; }; fi
+	odp_stall_end "$spid"
+	ends_within 10 $tpid >/dev/null
+	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_many.dmesg
+	if kernel_reports < /tmp/odp_many.dmesg > /tmp/odp_many.reports; then
+		echo "kernel reports:"; head -n 10 /tmp/odp_many.reports; rc=1
+	fi
+	return $rc
+}
 module_gone() { ! grep -q "^$MOD " /proc/modules || unload; }
 # odp_stall_end PID: unmounts the 9p mount (lazily if it is busy) and stops its server.
 odp_stall_end() {
@@ -1462,6 +1547,8 @@ run recv_wqe_malformed_ud_own_wr_id t_isol_recv_ud
 run read_mr_deregistered_midstream t_isol_read_dereg
 run isolation_raw_flush_uc_first_short_middle t_isol_live
 run odp_stuck_fault_blocks_no_destroy t_odp_stuck_fault
+run odp_stuck_faults_bounded_per_user t_odp_stuck_many
+run odp_stale_fault_after_reset t_odp_reset_stale
 run budget_feeder_ud_post_send t_budget_feed_ud
 run budget_feeder_uc_post_send t_budget_feed_uc
 run budget_feeder_rc_local_ops_post_send t_budget_feed_rc_local

@@ -1124,45 +1124,60 @@ static int odp_watch(pid_t pid, int fd)
 	}
 }
 
-static int check_odp_stuck_fault(void)
+/*
+ * The setup of the stalling-file checks: the device (which must offer on-demand paging
+ * for RC SEND, else the check skips), an env, and an on-demand MR `*mr` of the first
+ * ODP_LEN bytes of $ODP_STUCK_FILE, mapped read-only at `*map` and never touched here.
+ * 0, 1 (failed, said why) or 4 (skip).
+ */
+static int odp_stall_setup(struct env *e, struct ibv_context **ctx, char **map, struct ibv_mr **mr)
 {
-	const char *file = getenv("ODP_STUCK_FILE"), *marker = getenv("ODP_STUCK_MARKER");
-	const char *owner = getenv("ODP_STUCK_IN_OWNER");
-	int in_owner = owner && !strcmp(owner, "1");
+	const char *file = getenv("ODP_STUCK_FILE");
 	struct ibv_device_attr_ex ax;
-	struct ibv_context *ctx;
-	struct env e;
-	struct ibv_mr *mr, *rmr;
-	struct ibv_qp *qp;
-	struct ibv_wc wc;
-	struct stat st;
-	int fd, go[2], prog[2], n, rc, status;
-	pid_t child;
-	char *map;
-	double t0;
+	int fd;
 
-	if (!file || !marker)
+	if (!file || !getenv("ODP_STUCK_MARKER"))
 		FAIL("ODP_STUCK_FILE and ODP_STUCK_MARKER must name the stalling file and the marker");
-	if (!(ctx = own_ctx()))
+	if (!(*ctx = own_ctx()))
 		return 1;
 	memset(&ax, 0, sizeof(ax));
-	if (ibv_query_device_ex(ctx, NULL, &ax))
+	if (ibv_query_device_ex(*ctx, NULL, &ax))
 		FAIL("ibv_query_device_ex: %s", strerror(errno));
 	if (!(ax.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
 	    !(ax.odp_caps.per_transport_caps.rc_odp_caps & IBV_ODP_SUPPORT_SEND))
 		SKIP("%s offers no on-demand paging for RC SEND (ODP caps %#llx, RC %#x)", dev_name,
 		     (unsigned long long)ax.odp_caps.general_caps,
 		     ax.odp_caps.per_transport_caps.rc_odp_caps);
-	if (env_init(&e, ctx, eth0_v4))
+	if (env_init(e, *ctx, eth0_v4))
 		return 1;
 	if ((fd = open(file, O_RDONLY)) < 0)
 		FAIL("open %s: %s", file, strerror(errno));
-	map = mmap(NULL, ODP_LEN, PROT_READ, MAP_PRIVATE, fd, 0);
-	if (map == MAP_FAILED)
+	*map = mmap(NULL, ODP_LEN, PROT_READ, MAP_PRIVATE, fd, 0);
+	if (*map == MAP_FAILED)
 		FAIL("mmap %s: %s", file, strerror(errno));
 	close(fd);
-	if (!(mr = ibv_reg_mr(e.pd, map, ODP_LEN, IBV_ACCESS_ON_DEMAND)))
+	if (!(*mr = ibv_reg_mr(e->pd, *map, ODP_LEN, IBV_ACCESS_ON_DEMAND)))
 		FAIL("ibv_reg_mr (on demand, of a read-only mapping): %s", strerror(errno));
+	return 0;
+}
+
+static int check_odp_stuck_fault(void)
+{
+	const char *marker = getenv("ODP_STUCK_MARKER"), *owner = getenv("ODP_STUCK_IN_OWNER");
+	int in_owner = owner && !strcmp(owner, "1");
+	struct ibv_context *ctx;
+	struct env e;
+	struct ibv_mr *mr, *rmr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct stat st;
+	int go[2], prog[2], n, rc, status;
+	pid_t child;
+	char *map;
+	double t0;
+
+	if ((rc = odp_stall_setup(&e, &ctx, &map, &mr)))
+		return rc;
 	if (!(rmr = ibv_reg_mr(e.pd, odp_rbuf, sizeof(odp_rbuf), IBV_ACCESS_LOCAL_WRITE)) ||
 	    !(qp = rc_self(&e)))
 		FAIL("setup: %s", strerror(errno));
@@ -1238,6 +1253,264 @@ static int check_odp_stuck_fault(void)
 	return rc;
 }
 
+/*
+ * (issue 14, 8) Faults that sleep for good are bounded per user: the same stalling file
+ * as odp_stuck_fault, and ODP_STUCK_QPS (40) QPs, each sent a SEND from the MR's first
+ * page. Each QP's fault sleeps until the server answers (the first in the 9p read, the
+ * others on the page it reads), or, once FAULTS_PER_USER (16) of the user's faults are
+ * asleep, waits for a slot and is never started. Then every QP is destroyed, and the
+ * MR, CQs and PD with them, each verb within ODP_VERB_S seconds; guest-tests.sh counts
+ * the faults asleep. The faults hold the owner's mmap lock (see odp_stuck_fault), so
+ * the QPs (whose rings are mapped) are made before the first SEND, and the destroys
+ * run in a child forked after them; the SENDs are posted by the process that opened
+ * the device (a forked child may not write to the device file).
+ */
+static int check_odp_stuck_many(void)
+{
+	const char *marker = getenv("ODP_STUCK_MARKER"), *nq = getenv("ODP_STUCK_QPS");
+	int n = nq ? atoi(nq) : 40, go[2], status, i, rc;
+	struct ibv_context *ctx;
+	struct ibv_qp *qps[64];
+	struct env e;
+	struct ibv_mr *mr;
+	struct stat st;
+	pid_t child;
+	char *map, c;
+	double t0;
+
+	if (n < 1 || n > 64)
+		FAIL("ODP_STUCK_QPS must be 1 to 64");
+	if ((rc = odp_stall_setup(&e, &ctx, &map, &mr)))
+		return rc;
+	for (i = 0; i < n; i++)
+		if (!(qps[i] = rc_self(&e)))
+			FAIL("QP %d: %s", i, strerror(errno));
+	if (pipe(go))
+		FAIL("pipe: %s", strerror(errno));
+	if ((child = fork()) < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (child == 0) {
+		double worst = 0;
+
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
+		t0 = now();
+		for (i = 0; i < n; i++) {
+			double t = now();
+			int ret = ibv_destroy_qp(qps[i]);
+
+			t = now() - t;
+			worst = t > worst ? t : worst;
+			if (ret || t > ODP_VERB_S) {
+				fprintf(stderr, "ibv_destroy_qp of QP %d: %s in %.3f s\n", i,
+					ret ? strerror(ret) : "ok", t);
+				_exit(1);
+			}
+		}
+		fprintf(stderr, "%d QPs destroyed in %.3f s (slowest %.3f s)\n", n, now() - t0, worst);
+		t0 = now();
+		if ((errno = ibv_dereg_mr(mr)) || ibv_destroy_cq(e.scq) || ibv_destroy_cq(e.rcq) ||
+		    ibv_dealloc_pd(e.pd) || ibv_close_device(ctx)) {
+			fprintf(stderr, "teardown: %s\n", strerror(errno));
+			_exit(1);
+		}
+		fprintf(stderr, "MR, CQs, PD and device closed in %.3f s\n", now() - t0);
+		_exit(now() - t0 > ODP_VERB_S);
+	}
+	close(go[0]);
+	struct ibv_sge sge = { .addr = (uintptr_t)map, .length = ODP_SEND, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 0x5e4d, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_wr;
+
+	t0 = now();
+	for (i = 0; i < n; i++) {
+		if (ibv_post_send(qps[i], &wr, &bad_wr))
+			FAIL("ibv_post_send on QP %d: %s", i, strerror(errno));
+		while (i == 0 && stat(marker, &st)) {
+			if (now() - t0 > 10)
+				FAIL("no 9p read within 10 s of the first SEND");
+			usleep(10000);
+		}
+	}
+	/* Time for the faults to start, or to find no slot. */
+	usleep(500000);
+	fprintf(stderr, "%d SENDs from the stalling file posted in %.3f s\n", n, now() - t0);
+	/* Nothing here takes this process's mmap lock for writing from now on. */
+	close(ctx->cmd_fd);
+	close(ctx->async_fd);
+	if (write(go[1], "g", 1) != 1)
+		FAIL("the verbs process is gone");
+	t0 = now();
+	while (waitpid(child, &status, WNOHANG) == 0) {
+		if (now() - t0 > (n + 1) * ODP_VERB_S) {
+			fprintf(stderr, "the verbs process (pid %d) still runs after %.0f s; it sleeps in:\n",
+				(int)child, now() - t0);
+			show_proc(child, "wchan");
+			show_proc(child, "stack");
+			return 1;
+		}
+		usleep(50000);
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+/*
+ * An RC SEND to itself from an on-demand MR of fresh anonymous memory (pages the process
+ * writes after registering them, so not mapped for the device): it needs a fault. With
+ * ODP_FRESH_EXPECT=stall the SEND must not complete within 3 s (the user's fault
+ * slots are all held by faults that sleep) and the verbs must still return in time;
+ * otherwise it must complete, with the data, within 10 s.
+ */
+static int check_odp_fresh(void)
+{
+	const char *expect = getenv("ODP_FRESH_EXPECT");
+	int stall = expect && !strcmp(expect, "stall"), n, ret;
+	struct ibv_context *ctx;
+	struct ibv_mr *mr, *rmr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct env e;
+	char *buf;
+
+	if (!(ctx = own_ctx()))
+		return 1;
+	if (env_init(&e, ctx, eth0_v4))
+		return 1;
+	buf = mmap(NULL, 2 * ODP_SEND, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+	if (!(mr = ibv_reg_mr(e.pd, buf, 2 * ODP_SEND, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE)))
+		FAIL("ibv_reg_mr (on demand): %s", strerror(errno));
+	/* Written after the registration, which maps what is present already. */
+	memset(buf, 0x5a, ODP_SEND);
+	if (!(rmr = ibv_reg_mr(e.pd, odp_rbuf, sizeof(odp_rbuf), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(qp = rc_self(&e)))
+		FAIL("setup: %s", strerror(errno));
+	struct ibv_sge rsge = { .addr = (uintptr_t)odp_rbuf, .length = sizeof(odp_rbuf),
+				.lkey = rmr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *bad_rwr;
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = ODP_SEND, .lkey = mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_wr;
+	double t0 = now();
+
+	if (ibv_post_recv(qp, &rwr, &bad_rwr) || ibv_post_send(qp, &wr, &bad_wr))
+		FAIL("post: %s", strerror(errno));
+	n = poll_for(e.scq, &wc, 1, stall ? 3000 : 10000);
+	if (stall) {
+		if (n)
+			FAIL("a completion (%s) although the user's fault slots are all held",
+			     n > 0 ? ibv_wc_status_str(wc.status) : "poll failed");
+		fprintf(stderr, "euid %d: no completion within 3 s: the fault waits for a slot\n",
+			(int)geteuid());
+	} else {
+		if (n != 1 || wc.status != IBV_WC_SUCCESS)
+			FAIL("euid %d: the SEND did not complete within 10 s (%d, %s)", (int)geteuid(),
+			     n, n == 1 ? ibv_wc_status_str(wc.status) : "none");
+		if (poll_for(e.rcq, &wc, 1, 3000) != 1 || wc.status != IBV_WC_SUCCESS ||
+		    memchr(odp_rbuf, 0, ODP_SEND))
+			FAIL("the receive did not complete with the data");
+		fprintf(stderr, "euid %d: the SEND from fresh on-demand memory completed in %.3f s\n",
+			(int)geteuid(), now() - t0);
+	}
+	t0 = now();
+	if ((ret = ibv_destroy_qp(qp)) || (ret = ibv_dereg_mr(mr)) || (ret = ibv_dereg_mr(rmr)))
+		FAIL("teardown: %s", strerror(ret));
+	if (now() - t0 > ODP_VERB_S)
+		FAIL("teardown took %.3f s", now() - t0);
+	return 0;
+}
+
+/*
+ * (issue 14, 8) A fault that ends after its QP was reset does not touch the QP's new
+ * life. A SEND from the stalling file (as in odp_stuck_fault) makes a fault sleep; the
+ * QP goes to RESET and back to RTS, and this process says "reset done" and waits until
+ * $ODP_RELEASED exists: by then guest-tests.sh has stopped the 9p server, so the stale
+ * fault failed (EIO). Then a SEND from fresh on-demand memory (written after its
+ * registration, so it needs a fault of its own) must complete with its data within
+ * 10 s: the stale failure must not count against it (rxe_rs once failed it with
+ * LOC_PROT_ERR). All verbs here are the MR owner's own: nothing maps memory while the
+ * fault sleeps.
+ */
+static int check_odp_reset_stale(void)
+{
+	const char *marker = getenv("ODP_STUCK_MARKER"), *released = getenv("ODP_RELEASED");
+	struct ibv_context *ctx;
+	struct ibv_mr *smr, *fmr, *rmr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct stat st;
+	struct env e;
+	char *map, *buf;
+	int n, ret;
+	double t0;
+
+	if (!released)
+		FAIL("ODP_RELEASED must name the file that says the server is gone");
+	if ((ret = odp_stall_setup(&e, &ctx, &map, &smr)))
+		return ret;
+	buf = mmap(NULL, 2 * ODP_SEND, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (buf == MAP_FAILED)
+		FAIL("mmap: %s", strerror(errno));
+	if (!(fmr = ibv_reg_mr(e.pd, buf, 2 * ODP_SEND, IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(rmr = ibv_reg_mr(e.pd, odp_rbuf, sizeof(odp_rbuf), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(qp = rc_self(&e)))
+		FAIL("setup: %s", strerror(errno));
+	struct ibv_sge sge = { .addr = (uintptr_t)map, .length = ODP_SEND, .lkey = smr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad_wr;
+	struct ibv_sge rsge = { .addr = (uintptr_t)odp_rbuf, .length = sizeof(odp_rbuf),
+				.lkey = rmr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &rsge, .num_sge = 1 }, *bad_rwr;
+
+	t0 = now();
+	if (ibv_post_send(qp, &wr, &bad_wr))
+		FAIL("ibv_post_send: %s", strerror(errno));
+	while (stat(marker, &st)) {
+		if (now() - t0 > 10)
+			FAIL("no 9p read within 10 s of the SEND");
+		usleep(10000);
+	}
+	usleep(500000);
+	if ((n = poll_for(e.scq, &wc, 1, 0)))
+		FAIL("a completion (%s) although the SEND's data cannot be read",
+		     n > 0 ? ibv_wc_status_str(wc.status) : "poll failed");
+	if ((ret = ibv_modify_qp(qp, &a, IBV_QP_STATE)))
+		FAIL("to RESET: %s", strerror(ret));
+	if (qp_up(&e, qp, qp->qp_num, &e.gid, ALL_REMOTE))
+		return 1;
+	fprintf(stderr, "reset done: the QP is in RTS again while its old fault sleeps\n");
+	t0 = now();
+	while (stat(released, &st)) {
+		if (now() - t0 > 60)
+			FAIL("%s did not appear within 60 s", released);
+		usleep(50000);
+	}
+	/* The stale fault fails as soon as the server is gone; give it time to end. */
+	usleep(1000000);
+	memset(buf, 0x5a, ODP_SEND);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = ODP_SEND, .lkey = fmr->lkey };
+	wr.wr_id = 3;
+	t0 = now();
+	if (ibv_post_recv(qp, &rwr, &bad_rwr) || ibv_post_send(qp, &wr, &bad_wr))
+		FAIL("post: %s", strerror(errno));
+	n = poll_for(e.scq, &wc, 1, 10000);
+	if (n != 1 || wc.status != IBV_WC_SUCCESS || wc.wr_id != 3)
+		FAIL("the SEND from fresh memory after the reset: %s (wr_id %llu)",
+		     n == 1 ? ibv_wc_status_str(wc.status) : "no completion within 10 s",
+		     n == 1 ? (unsigned long long)wc.wr_id : 0ULL);
+	if (poll_for(e.rcq, &wc, 1, 3000) != 1 || wc.status != IBV_WC_SUCCESS ||
+	    memchr(odp_rbuf, 0, ODP_SEND))
+		FAIL("the receive did not complete with the data");
+	fprintf(stderr, "the SEND after the reset completed with its data in %.3f s\n", now() - t0);
+	if ((ret = ibv_destroy_qp(qp)) || (ret = ibv_dereg_mr(smr)) || (ret = ibv_dereg_mr(fmr)) ||
+	    (ret = ibv_dereg_mr(rmr)))
+		FAIL("teardown: %s", strerror(ret));
+	return 0;
+}
+
 static const struct check checks[] = {
 	{ "mw_bind_other_pd", NULL, check_mw_bind_other_pd },
 	{ "ud_other_ah", NULL, check_ud_other_ah },
@@ -1248,6 +1521,9 @@ static const struct check checks[] = {
 	{ "read_dereg", NULL, check_read_dereg },
 	{ "live", NULL, check_live },
 	{ "odp_stuck_fault", NULL, check_odp_stuck_fault },
+	{ "odp_stuck_many", NULL, check_odp_stuck_many },
+	{ "odp_fresh", NULL, check_odp_fresh },
+	{ "odp_reset_stale", NULL, check_odp_reset_stale },
 	{ NULL, NULL, NULL },
 };
 

@@ -38,6 +38,7 @@ use crate::stats::{Counter, Counters};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
+    fault::FaultUsers,
     mcast::McastTable,
     mr::{mr_table, mw_table, AccessError, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
@@ -267,6 +268,9 @@ pub(crate) struct RxeDev {
     pub(crate) mw_table: Arc<KeyTable>,
     #[pin]
     pub(crate) mcast: McastTable,
+    /// The slots for faults of on-demand MRs, per user.
+    #[pin]
+    pub(crate) fault_users: FaultUsers,
     /// The numbers of the device's QPs.
     #[pin]
     pub(crate) qp_table: QpTable,
@@ -306,6 +310,7 @@ impl RxeDev {
             mr_table: Arc::pin_init(mr_table(), GFP_KERNEL)?,
             mw_table: Arc::pin_init(mw_table(), GFP_KERNEL)?,
             mcast <- McastTable::new(),
+            fault_users <- FaultUsers::new(),
             qp_table <- qp_table(),
             counters: Counters::new(),
             lo: Loopback(Task::new(try_pin_init!(LoopRx {

@@ -25,6 +25,7 @@
 
 use crate::cq::WC_LOC_PROT_ERR;
 use crate::device::{RxeDev, RxeRs};
+use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
@@ -83,8 +84,9 @@ const MW_ACCESS: u32 = (MR_ACCESS & !ON_DEMAND) | ZERO_BASED;
 enum Memory {
     /// A process's pinned pages.
     User(Umem),
-    /// A process's pages, mapped on demand; a fault in progress holds them too.
-    Odp(Arc<OdpUmem>),
+    /// A process's pages, mapped on demand (a fault in progress holds them too), and
+    /// the slots for faults of the user that registered them.
+    Odp(Arc<OdpUmem>, Arc<FaultSlots>),
     /// A kernel consumer's DMA MR: its mapped memory, by kernel virtual address.
     Dma(KernelMemory),
     /// A fast-registration MR: the pages its consumer mapped, once a REG_MR work
@@ -202,15 +204,21 @@ pub(crate) enum Resolving {
     Mapped,
     /// The fault runs in a work item of its own, which calls back when it ends.
     Started,
+    /// The MR's user has [`crate::fault::FAULTS_PER_USER`] faults in progress: the
+    /// waiter is in line, and runs again when a slot is handed to it.
+    Waiting,
 }
 
 /// Has the pages `f` names faulted in, in a work item of their own that nothing waits
 /// for (the fault may sleep for good, see [`OdpUmem::fault_async`]); `done` is called
-/// there with the outcome. Process context only. Fails at once, and `done` is not
-/// called, if the MR is gone or being deregistered or the fault cannot be started.
+/// there with the outcome. The fault holds a slot of the MR's user: `granted` if it is
+/// one of theirs, else one taken now, else `waiter` waits in line for one. Process
+/// context only, no lock held. Fails at once, and `done` is not called, if the MR is
+/// gone or being deregistered or the fault cannot be started.
 pub(crate) fn resolve(
     dev: &RxeDev,
     f: &Fault,
+    (waiter, granted): (&Arc<dyn FaultWaiter>, &mut Option<FaultSlot>),
     done: impl FnOnce(Result) + Send + 'static,
 ) -> Result<Resolving> {
     // The reference taken here may be the MR's last, if it is deregistered meanwhile:
@@ -220,8 +228,23 @@ pub(crate) fn resolve(
         return Err(EFAULT);
     }
     match &e.memory {
-        Memory::Odp(o) => {
-            OdpUmem::fault_async(o, (f.at, f.len, f.write), done)?;
+        Memory::Odp(o, slots) => {
+            let slot = match granted.take() {
+                Some(s) if s.of(slots) => s,
+                other => {
+                    // Another user's slot (an MR of another UID in the QP's PD) goes on.
+                    drop(other);
+                    match FaultSlots::take(slots, waiter)? {
+                        Some(s) => s,
+                        None => return Ok(Resolving::Waiting),
+                    }
+                }
+            };
+            // The slot goes (to the next in line) as soon as the fault ended.
+            OdpUmem::fault_async(o, (f.at, f.len, f.write), move |r| {
+                drop(slot);
+                done(r);
+            })?;
             Ok(Resolving::Started)
         }
         _ => Ok(Resolving::Mapped),
@@ -304,7 +327,7 @@ impl Region {
     pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, data.len())?;
         match &self.mr.memory {
-            Memory::Odp(o) => return o.write(off, data).map_err(odp_error),
+            Memory::Odp(o, _) => return o.write(off, data).map_err(odp_error),
             Memory::User(u) => u.write(off, data),
             Memory::Dma(k) => k.write(iova, data),
             Memory::Fast(p) => p.write(iova, data),
@@ -317,7 +340,7 @@ impl Region {
     pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result<(), AccessError> {
         let off = self.offset(iova, out.len())?;
         match &self.mr.memory {
-            Memory::Odp(o) => return o.read(off, out).map_err(odp_error),
+            Memory::Odp(o, _) => return o.read(off, out).map_err(odp_error),
             Memory::User(u) => u.read(off, out),
             Memory::Dma(k) => k.read(iova, out),
             Memory::Fast(p) => p.read(iova, out),
@@ -696,13 +719,14 @@ impl RxeMr {
                 return Err(eopnotsupp());
             }
             let charge = Quota::charge(&dev.mrs)?;
+            let slots = dev.fault_users.current()?;
             let odp = Arc::new(OdpUmem::get(dev, start, len, access)?, GFP_KERNEL_ACCOUNT)?;
             let length = odp.len() as u64;
             return Self::finish(
                 dev,
                 pd,
                 fixed(access, iova, length),
-                Memory::Odp(odp),
+                Memory::Odp(odp, slots),
                 charge,
             );
         }
@@ -766,7 +790,7 @@ impl RxeMr {
             }
             b.dying = true;
         }
-        if let Memory::Odp(o) = &self.held.entry.memory {
+        if let Memory::Odp(o, _) = &self.held.entry.memory {
             o.stop_faults();
         }
         Ok(())
@@ -789,7 +813,7 @@ impl RxeMr {
                 .clone()
                 .mr_region(s.lkey, pd, need::LOCAL_READ)
                 .map_err(|_| EINVAL)?;
-            let Memory::Odp(o) = &e.memory else {
+            let Memory::Odp(o, _) = &e.memory else {
                 // Pinned memory is always mapped.
                 continue;
             };

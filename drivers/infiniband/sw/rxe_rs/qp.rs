@@ -21,6 +21,7 @@
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
 use crate::device::{Owed, RxeDev, RxeRs, LOOP_BACKLOG};
+use crate::fault::{FaultSlot, FaultWaiter};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
@@ -198,12 +199,18 @@ impl OdpWait {
     ];
 }
 
-/// The way back to a QP from its faults in progress ([`crate::mr::resolve`]). Destroy
-/// cuts it, so that a fault that ends later (one may sleep for good) finds no QP.
+/// The way back to a QP from its faults in progress ([`crate::mr::resolve`]), and from
+/// the line it waits in for a slot. Destroy cuts it, so that a fault that ends later (one
+/// may sleep for good) finds no QP.
 #[pin_data]
 pub(crate) struct FaultLink {
     #[pin]
     qp: SpinLock<Option<Arc<Task<QpShared>>>>,
+    /// A slot handed over in the QP's turn: its task's next run uses it or lets it go,
+    /// as destroy does. Never dropped under a lock (that hands it on).
+    #[pin]
+    granted: SpinLock<Option<FaultSlot>>,
+    in_line: Atomic<bool>,
 }
 
 impl FaultLink {
@@ -223,6 +230,30 @@ impl FaultLink {
         // A linked QP is not destroyed yet, so neither is its device. The task also
         // takes a request that waited while this fault was in progress.
         task.dev.wq.run(task);
+    }
+}
+
+impl FaultWaiter for FaultLink {
+    fn grant(&self, slot: FaultSlot) -> Result<(), FaultSlot> {
+        let qp = self.qp.lock();
+        let Some(task) = qp.as_ref() else {
+            return Err(slot);
+        };
+        // A QP is in a line once, and takes a slot handed over before it waits again:
+        // there is none here yet.
+        let before = self.granted.lock().replace(slot);
+        task.dev.wq.run(task);
+        drop(qp);
+        drop(before);
+        Ok(())
+    }
+
+    fn gone(&self) -> bool {
+        self.qp.lock().is_none()
+    }
+
+    fn in_line(&self) -> &Atomic<bool> {
+        &self.in_line
     }
 }
 
@@ -300,14 +331,31 @@ impl TaskRun for QpShared {
             task.events.raise(ev);
         }
         let dev = &task.dev;
+        // A slot handed over in the QP's turn: the first fault to start uses it; if none
+        // does, it goes on to the next in line at the end of the loop.
+        let mut granted = task.link.granted.lock().take();
+        let waiter: Arc<dyn FaultWaiter> = task.link.clone();
         for (wait, fault) in OdpWait::ALL.into_iter().zip(faults.iter()) {
             let Some(fault) = fault else {
                 continue;
             };
             let link = task.link.clone();
-            let r = crate::mr::resolve(dev, fault, move |r| link.ended(wait, epoch, r));
+            let r = crate::mr::resolve(dev, fault, (&waiter, &mut granted), move |r| {
+                link.ended(wait, epoch, r)
+            });
             let r = match r {
                 Ok(Resolving::Started) => continue,
+                Ok(Resolving::Waiting) => {
+                    // Asked for again when a slot is handed over (the task runs after
+                    // this run then), unless the QP was reset meanwhile or its waiter
+                    // asked for other pages since.
+                    let mut inner = task.inner.lock();
+                    inner.odp_busy[wait as usize] = false;
+                    if inner.odp_epoch == epoch && inner.odp[wait as usize].is_none() {
+                        inner.odp[wait as usize] = Some(*fault);
+                    }
+                    continue;
+                }
                 Ok(Resolving::Mapped) => Ok(()),
                 Err(e) => Err(e),
             };
@@ -318,6 +366,7 @@ impl TaskRun for QpShared {
                 dev.wq.run(task);
             }
         }
+        drop(granted);
         let mut go_back = false;
         for wait in OdpWait::ALL.into_iter().filter(|w| ended[*w as usize]) {
             match wait {
@@ -551,7 +600,14 @@ impl RxeQp {
             recv_cq,
             srq,
             events: events.clone(),
-            link: Arc::pin_init(pin_init!(FaultLink { qp <- new_spinlock!(None) }), GFP_KERNEL)?,
+            link: Arc::pin_init(
+                pin_init!(FaultLink {
+                    qp <- new_spinlock!(None),
+                    granted <- new_spinlock!(None),
+                    in_line: Atomic::new(false),
+                }),
+                GFP_KERNEL,
+            )?,
             dev: dev_ref,
         }))?;
         // The process learns where its rings are before the QP is published: a failed
@@ -1370,6 +1426,10 @@ impl RxeQp {
         qp.device().qp_table.remove(qp.qp_num());
         let link = qp.shared.link.qp.lock().take();
         drop(link);
+        // A slot handed over in the QP's turn goes on to the next in line (none comes
+        // from now on).
+        let granted = qp.shared.link.granted.lock().take();
+        drop(granted);
         // The data path uses a QP only in RCU read-side sections (packets in softirq,
         // the device's own packets, the requester and responder runners, the owed-work
         // sender), and finds it there through its number (which marks it used), except

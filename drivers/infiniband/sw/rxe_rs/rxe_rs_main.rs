@@ -21,6 +21,7 @@ mod ah;
 mod comp;
 mod cq;
 mod device;
+mod fault;
 mod mcast;
 mod mr;
 mod net;
