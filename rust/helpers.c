@@ -180,7 +180,7 @@ struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name)
 	return alloc_workqueue("%s", WQ_UNBOUND, WQ_UNBOUND_MAX_ACTIVE, name);
 }
 
-u32 rxe_rs_current_owner(void)
+u64 rxe_rs_current_owner(void)
 {
 	const struct user_namespace *ns = current_user_ns();
 
@@ -188,7 +188,9 @@ u32 rxe_rs_current_owner(void)
 		return __kuid_val(current_euid());
 	while (ns->parent != &init_user_ns)
 		ns = ns->parent;
-	return __kuid_val(ns->owner);
+	if (!uid_eq(ns->owner, GLOBAL_ROOT_UID))
+		return __kuid_val(ns->owner);
+	return BIT_ULL(32) | ns->ns.inum;
 }
 
 bool rxe_rs_module_get(struct module *module)

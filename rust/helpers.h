@@ -47,7 +47,7 @@ struct ib_udata *rxe_rs_bundle_udata(struct uverbs_attr_bundle *attrs);
 struct ib_ucontext *rxe_rs_udata_context(struct ib_udata *udata);
 struct workqueue_struct *rxe_rs_alloc_workqueue(const char *name, bool highpri);
 struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name);
-u32 rxe_rs_current_owner(void);
+u64 rxe_rs_current_owner(void);
 bool rxe_rs_module_get(struct module *module);
 void rxe_rs_module_put(struct module *module);
 void rxe_rs_device_memory_get(struct ib_device *dev);

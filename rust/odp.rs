@@ -396,11 +396,12 @@ impl Drop for OdpUmem {
     }
 }
 
-/// The user the calling process acts for, as a kernel UID: its effective UID in the
-/// initial user namespace; in a user namespace, the UID of whoever made the outermost
-/// namespace below the initial one (so that the UIDs a user maps in namespaces of its
-/// own all count as that user, as the kernel's `ucounts` limits do).
-pub(crate) fn current_owner() -> u32 {
+/// Who the calling process acts for, as a key: its effective UID in the initial user
+/// namespace. In a user namespace, the outermost one below the initial one stands for
+/// it: the UID of the user who made it (so that the UIDs a user maps in namespaces of
+/// its own all count as that user, as the kernel's `ucounts` limits do), or, for one
+/// that root made (a container), that namespace itself, above all UIDs.
+pub(crate) fn current_owner() -> u64 {
     // SAFETY: Reads the calling task's credentials and their namespaces, which live
     // while it runs.
     unsafe { bindings::rxe_rs_current_owner() }

@@ -20,10 +20,7 @@ use kernel::{
     new_mutex,
     prelude::*,
     rbtree::{RBTree, RBTreeNodeReservation},
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc, Mutex,
-    },
+    sync::{Arc, Mutex},
 };
 
 /// How many faults of one user's MRs may be in progress at once on a device.
@@ -37,8 +34,11 @@ pub(crate) trait FaultWaiter: Send + Sync {
     fn grant(&self, slot: FaultSlot) -> Result<(), FaultSlot>;
     /// Whether the waiter is gone.
     fn gone(&self) -> bool;
-    /// Set while the waiter is in a line, so that it is there once.
-    fn in_line(&self) -> &Atomic<bool>;
+    /// Notes that the waiter is in line `line` (a [`FaultSlots`]' address); `false` if
+    /// it is there already, so that it is there once.
+    fn join(&self, line: usize) -> bool;
+    /// Notes that the waiter left line `line`.
+    fn leave(&self, line: usize);
 }
 
 /// The slots of one user on a device, and the line of waiters. Used from process
@@ -93,7 +93,8 @@ impl FaultSlots {
             s.held += 1;
             return Ok(Some(FaultSlot(Some(this.clone()))));
         }
-        if waiter.in_line().xchg(true, Relaxed) {
+        let line = Arc::as_ptr(this) as usize;
+        if !waiter.join(line) {
             return Ok(None);
         }
         if s.line.len() >= s.prune_at {
@@ -107,7 +108,7 @@ impl FaultSlots {
             s.prune_at = (2 * s.line.len()).max(64);
         }
         if let Err(e) = s.line.push(waiter.clone(), GFP_KERNEL_ACCOUNT) {
-            waiter.in_line().store(false, Relaxed);
+            waiter.leave(line);
             return Err(e.into());
         }
         Ok(None)
@@ -135,7 +136,7 @@ impl FaultSlots {
                     }
                 }
             };
-            next.in_line().store(false, Relaxed);
+            next.leave(Arc::as_ptr(&this) as usize);
             // Not under the lock: the waiter's lock is taken, and its task queued.
             match next.grant(FaultSlot(Some(this.clone()))) {
                 Ok(()) => return,
@@ -151,7 +152,7 @@ impl FaultSlots {
 #[pin_data]
 pub(crate) struct FaultUsers {
     #[pin]
-    users: Mutex<RBTree<u32, Arc<FaultSlots>>>,
+    users: Mutex<RBTree<u64, Arc<FaultSlots>>>,
 }
 
 impl FaultUsers {

@@ -229,16 +229,14 @@ pub(crate) fn resolve(
     }
     match &e.memory {
         Memory::Odp(o, slots) => {
-            let slot = match granted.take() {
-                Some(s) if s.of(slots) => s,
-                other => {
-                    // Another user's slot (an MR of another UID in the QP's PD) goes on.
-                    drop(other);
-                    match FaultSlots::take(slots, waiter)? {
-                        Some(s) => s,
-                        None => return Ok(Resolving::Waiting),
-                    }
-                }
+            // A slot handed over of another user's (an MR of another UID in the QP's
+            // PD) stays for a later fault of that user's, or goes at the end of the run.
+            let slot = match granted.take_if(|s| s.of(slots)) {
+                Some(s) => s,
+                None => match FaultSlots::take(slots, waiter)? {
+                    Some(s) => s,
+                    None => return Ok(Resolving::Waiting),
+                },
             };
             // The slot goes (to the next in line) as soon as the fault ended.
             OdpUmem::fault_async(o, (f.at, f.len, f.write), move |r| {

@@ -210,7 +210,11 @@ pub(crate) struct FaultLink {
     /// as destroy does. Never dropped under a lock (that hands it on).
     #[pin]
     granted: SpinLock<Option<FaultSlot>>,
-    in_line: Atomic<bool>,
+    /// The lines it is in ([`FaultWaiter::join`]; 0 for none): one per kind of waiter
+    /// at most, unless the QP's faults change lines while it waits (then it may be in
+    /// a line twice, which costs one more run).
+    #[pin]
+    lines: SpinLock<[usize; OdpWait::COUNT]>,
 }
 
 impl FaultLink {
@@ -239,12 +243,13 @@ impl FaultWaiter for FaultLink {
         let Some(task) = qp.as_ref() else {
             return Err(slot);
         };
-        // A QP is in a line once, and takes a slot handed over before it waits again:
-        // there is none here yet.
-        let before = self.granted.lock().replace(slot);
+        let mut granted = self.granted.lock();
+        if granted.is_some() {
+            // One handed over before is still unused: this one goes to the next.
+            return Err(slot);
+        }
+        *granted = Some(slot);
         task.dev.wq.run(task);
-        drop(qp);
-        drop(before);
         Ok(())
     }
 
@@ -252,8 +257,21 @@ impl FaultWaiter for FaultLink {
         self.qp.lock().is_none()
     }
 
-    fn in_line(&self) -> &Atomic<bool> {
-        &self.in_line
+    fn join(&self, line: usize) -> bool {
+        let mut lines = self.lines.lock();
+        if lines.contains(&line) {
+            return false;
+        }
+        if let Some(free) = lines.iter_mut().find(|l| **l == 0) {
+            *free = line;
+        }
+        true
+    }
+
+    fn leave(&self, line: usize) {
+        if let Some(l) = self.lines.lock().iter_mut().find(|l| **l == line) {
+            *l = 0;
+        }
     }
 }
 
@@ -604,7 +622,7 @@ impl RxeQp {
                 pin_init!(FaultLink {
                     qp <- new_spinlock!(None),
                     granted <- new_spinlock!(None),
-                    in_line: Atomic::new(false),
+                    lines <- new_spinlock!([0; OdpWait::COUNT]),
                 }),
                 GFP_KERNEL,
             )?,
