@@ -35,7 +35,7 @@ for side in a b; do
 		link="$port_b:$port_a:52:54:00:77:00:02"
 	fi
 	# Which sides serve the big READ (selftests/interop.sh).
-	env="$env READ_BIG_SERVERS='${READ_BIG_SERVERS:-b}'"
+	env="$env READ_BIG_SERVERS='${READ_BIG_SERVERS:-b}' READ_BIG='${READ_BIG:-268435456}'"
 	printf 'cd /mnt/host && %s sh interop.sh\n' "$env" > "$out/cmd-$side.sh"
 	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 2100 --link "$link" \
 		"$out/cmd-$side.sh" > "$out/$side.console" 2>&1 &
