@@ -210,9 +210,10 @@ pub(crate) struct FaultLink {
     /// as destroy does. Never dropped under a lock (that hands it on).
     #[pin]
     granted: SpinLock<Option<FaultSlot>>,
-    /// The lines it is in ([`FaultWaiter::join`]; 0 for none): one per kind of waiter
-    /// at most, unless the QP's faults change lines while it waits (then it may be in
-    /// a line twice, which costs one more run).
+    /// The lines it is in ([`FaultWaiter::join`]; 0 for none), so that it is in each
+    /// once. Its faults name the MRs of one user, or a few; should it wait in more
+    /// lines at once than there are entries, it may be in one of them twice, which
+    /// costs one more run.
     #[pin]
     lines: SpinLock<[usize; OdpWait::COUNT]>,
 }
