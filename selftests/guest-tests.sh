@@ -376,15 +376,7 @@ t_odp_stuck_fault() {
 		{ echo "the check's output after the release:"; tail -n +$((lines + 1)) /tmp/odp_stuck.out; }
 	wait_for module_gone || { echo "$MOD still loaded 10 s after the release"; rc=1; }
 	if ! grep -q "^$MOD " /proc/modules; then load || { echo "cannot load $MOD again"; rc=1; }; fi
-	odp_stall_end "$spid"
-	ends_within 10 $tpid >/dev/null
-	echo "stall9p.py:"; sed 's/^/  /' /tmp/stall9p.out
-	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_stuck.dmesg
-	if kernel_reports < /tmp/odp_stuck.dmesg > /tmp/odp_stuck.reports; then
-		echo "kernel reports:"; head -n 10 /tmp/odp_stuck.reports
-		grep -m 1 -A 40 -F "$(head -n 1 /tmp/odp_stuck.reports)" /tmp/odp_stuck.dmesg
-		rc=1
-	fi
+	odp_stall_finish || rc=1
 	return $rc
 }
 # The driver unloaded, or unloads now.
@@ -418,12 +410,7 @@ t_odp_reset_stale() {
 	ends_within 60 $cpid; crc=$?
 	cat /tmp/odp_reset.out
 	[ $crc = 0 ] || { echo "the check failed ($crc)"; rc=1; }
-	odp_stall_end "$spid"
-	ends_within 10 $tpid >/dev/null
-	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_reset.dmesg
-	if kernel_reports < /tmp/odp_reset.dmesg > /tmp/odp_reset.reports; then
-		echo "kernel reports:"; head -n 10 /tmp/odp_reset.reports; rc=1
-	fi
+	odp_stall_finish || rc=1
 	return $rc
 }
 odp_faulting() { grep -l ib_umem_odp_map_dma /proc/[0-9]*/stack 2>/dev/null | wc -l; }
@@ -457,15 +444,24 @@ t_odp_stuck_many() {
 	del_all
 	wait_for module_gone || { echo "$MOD still loaded 10 s after the release"; rc=1; }
 	if ! grep -q "^$MOD " /proc/modules; then load || { echo "cannot load $MOD again"; rc=1; }; fi
-	odp_stall_end "$spid"
-	ends_within 10 $tpid >/dev/null
-	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_many.dmesg
-	if kernel_reports < /tmp/odp_many.dmesg > /tmp/odp_many.reports; then
-		echo "kernel reports:"; head -n 10 /tmp/odp_many.reports; rc=1
-	fi
+	odp_stall_finish || rc=1
 	return $rc
 }
 module_gone() { ! grep -q "^$MOD " /proc/modules || unload; }
+# odp_stall_finish: the end of the stalling-file tests (see odp_stall_start): stops the
+# server and shows what it did, then fails if the kernel logged a report since $n0
+# (shown with what follows it).
+odp_stall_finish() {
+	odp_stall_end "$spid"
+	ends_within 10 $tpid >/dev/null
+	echo "stall9p.py:"; sed 's/^/  /' /tmp/stall9p.out
+	dmesg | tail -n +$((n0 + 1)) > /tmp/odp_stall.dmesg
+	if kernel_reports < /tmp/odp_stall.dmesg > /tmp/odp_stall.reports; then
+		echo "kernel reports:"; head -n 10 /tmp/odp_stall.reports
+		grep -m 1 -A 40 -F "$(head -n 1 /tmp/odp_stall.reports)" /tmp/odp_stall.dmesg
+		return 1
+	fi
+}
 # odp_stall_end PID: unmounts the 9p mount (lazily if it is busy) and stops its server.
 odp_stall_end() {
 	local u end=$(($(date +%s) + 10))
