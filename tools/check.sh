@@ -11,9 +11,27 @@ rm -rf "$out"
 mkdir -p "$out"
 passed=0 failed=0 skipped=0
 pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; }
+fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; printf '%s\n' "$1" >> "$out/failures"; }
 skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$1"; }
 T0=$(date +%s)
+
+# The run's logs outlive the checkout (CI clones afresh and keeps only the tail of the
+# output): build/check, the interop and pyverbs results and the guests' consoles are
+# copied to the cache, the last five runs kept.
+keep_logs() {
+	local logs
+	logs=$RXE_RS_CACHE/check-logs/$(date -u +%Y%m%dT%H%M%SZ)-$(git -C "$TOP_DIR" rev-parse --short HEAD 2>/dev/null || echo unknown)
+	mkdir -p "$logs"
+	cp -r "$out" "$logs/check" 2>/dev/null || true
+	for d in interop rdma-core-tests; do
+		[ -d "$TOP_DIR/build/$d" ] && find "$TOP_DIR/build/$d" -maxdepth 1 -type f \
+			\( -name '*.txt' -o -name '*.tap' -o -name '*.log' -o -name '*.results' -o -name '*.console' \) \
+			-exec cp -t "$logs" {} + 2>/dev/null
+	done
+	ls -1d "$RXE_RS_CACHE"/check-logs/*/ | head -n -5 | xargs -r rm -rf
+	echo "logs of this run: $logs"
+}
+trap keep_logs EXIT
 
 prepare_base
 
@@ -166,6 +184,7 @@ for t in $tests; do
 	[ "$b" = - ] && verdict="FAIL (did not run)"
 	printf '%-36s %-6s %-6s %s\n' "$t" "$a" "$b" "$verdict"
 	echo "${verdict%% *}" >> "$out/verdicts"
+	case $verdict in FAIL*) echo "side by side: $t: $verdict (rxe $a, rxe_rs $b)" >> "$out/failures" ;; esac
 done | tee "$out/report.txt"
 touch "$out/verdicts"
 passed=$((passed + $(grep -c '^pass$' "$out/verdicts" || true)))
@@ -257,5 +276,9 @@ fi
 stage_end
 
 echo "total wall time: $(($(date +%s) - T0))s"
+if [ -s "$out/failures" ]; then
+	echo "failed:"
+	sed 's/^/  /' "$out/failures"
+fi
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" = 0 ]
