@@ -15,6 +15,9 @@
 #                         and across two (BENCH_ITERS=scale, BENCH_REPEAT=runs,
 #                         BENCH_PLACEMENTS="one two")
 #   make interop          wire interop: a guest with C rxe against one with rxe_rs
+#   make profile TOOL="ib_atomic_bw -D 8"
+#                         where the kernel spends a perftest run's time, on rxe and on
+#                         rxe_rs (one guest, sampled by tools/kprof.c)
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -54,7 +57,10 @@ bench:
 interop:
 	tools/interop.sh
 
+profile:
+	tools/profile.sh $(TOOL)
+
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop clean
+.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile clean
