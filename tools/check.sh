@@ -24,14 +24,17 @@ keep_logs() {
 	mkdir -p "$logs"
 	cp -r "$out" "$logs/check" 2>/dev/null || true
 	for d in interop rdma-core-tests; do
-		[ -d "$TOP_DIR/build/$d" ] && find "$TOP_DIR/build/$d" -maxdepth 1 -type f \
+		[ -d "$TOP_DIR/build/$d" ] || continue
+		mkdir -p "$logs/$d"
+		find "$TOP_DIR/build/$d" -maxdepth 1 -type f \
 			\( -name '*.txt' -o -name '*.tap' -o -name '*.log' -o -name '*.results' -o -name '*.console' \) \
-			-exec cp -t "$logs" {} + 2>/dev/null
+			-exec cp -t "$logs/$d" {} + 2>/dev/null
 	done
 	ls -1d "$RXE_RS_CACHE"/check-logs/*/ | head -n -5 | xargs -r rm -rf
 	echo "logs of this run: $logs"
 }
-trap keep_logs EXIT
+# (Never the run's verdict: errexit does not apply inside a `||` list.)
+trap 'keep_logs || true' EXIT
 
 prepare_base
 
