@@ -263,7 +263,7 @@ static void drain(struct ring *r)
 		for (i = 0; i < h.size; i++)
 			rec[i] = r->data[(off + i) % r->size];
 		if (h.type == PERF_RECORD_SAMPLE && h.size >= sizeof(h) + 16) {
-			uint64_t ip, n, chain[240];
+			uint64_t ip, n, chain[sizeof(rec) / 8];
 
 			memcpy(&ip, rec + sizeof(h), sizeof(ip));
 			memcpy(&n, rec + sizeof(h) + 8, sizeof(n));

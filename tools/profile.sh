@@ -59,6 +59,7 @@ wait
 tail -n 4 /tmp/client.out
 GUEST
 	stage_start "profile on $drv: $cmd"
+	rm -f "$share/prof-$drv.txt"
 	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 600 "$out/cmd-$drv.sh" \
 		> "$out/$drv.console" 2>&1 || echo "the guest run on $drv failed (see $out/$drv.console)"
 	if [ -s "$share/prof-$drv.txt" ]; then
