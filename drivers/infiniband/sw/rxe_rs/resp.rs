@@ -32,7 +32,7 @@ use crate::ib::{
     qp::{QpEvent, QpState, QpType},
 };
 use crate::mr::{self, need, AccessError, Fault};
-use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
+use crate::qp::{OdpWait, QpInner, QpShared, Runner, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{syndrome, Aeth, Bth},
@@ -122,9 +122,8 @@ pub(crate) struct RespState {
     /// An acknowledgement or NAK for a later PSN, made while answers were still to be
     /// sent: it follows them (a newer one replaces it).
     later: Reply,
-    /// Someone is sending responses; `again` asks it to look once more.
-    pub(crate) busy: bool,
-    pub(crate) again: bool,
+    /// Who sends the answers.
+    pub(crate) run: Runner,
 }
 
 impl RespState {
@@ -143,8 +142,7 @@ impl RespState {
             res_next: 0,
             cur: None,
             later: None,
-            busy: false,
-            again: false,
+            run: Runner::default(),
         })
     }
 
