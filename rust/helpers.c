@@ -105,11 +105,6 @@ struct ib_device *rxe_rs_alloc_device(size_t size)
 	return dev;
 }
 
-unsigned long rxe_rs_vma_len(struct vm_area_struct *vma)
-{
-	return vma->vm_end - vma->vm_start;
-}
-
 /*
  * Zeroed memory for a ring a process maps, as vmalloc_user() makes it (VM_USERMAP, for
  * remap_vmalloc_range()), but charged to the calling process's memory cgroup: its pages

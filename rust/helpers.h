@@ -39,7 +39,6 @@ int rxe_rs_netdev_eui48(struct net_device *ndev, u8 *eui64);
 unsigned int rxe_rs_num_possible_cpus(void);
 struct module *rxe_rs_device_owner(struct ib_device *dev);
 struct ib_device *rxe_rs_alloc_device(size_t size);
-unsigned long rxe_rs_vma_len(struct vm_area_struct *vma);
 void *rxe_rs_vmalloc_user(size_t size);
 void rxe_rs_shared_copy(void *dst, const void *src, size_t len);
 struct ib_ucontext *rxe_rs_bundle_context(struct uverbs_attr_bundle *attrs);
