@@ -17,7 +17,8 @@
 #   make interop          wire interop: a guest with C rxe against one with rxe_rs
 #   make profile TOOL="ib_atomic_bw -D 8"
 #                         where the kernel spends a perftest run's time, on rxe and on
-#                         rxe_rs (one guest, sampled by tools/kprof.c)
+#                         rxe_rs (one guest, sampled by tools/kprof.c; CALLERS="fn..."
+#                         also tables the samples in those functions by caller)
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -58,7 +59,7 @@ interop:
 	tools/interop.sh
 
 profile:
-	tools/profile.sh $(TOOL)
+	tools/profile.sh $(if $(CALLERS),--callers "$(CALLERS)") $(TOOL)
 
 clean:
 	rm -rf build

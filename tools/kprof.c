@@ -3,7 +3,7 @@
  * kprof: where the CPUs spend their time, by kernel function, for a guest that has no
  * perf tool (the test kernels have CONFIG_PERF_EVENTS, the rootfs has no linux-perf).
  *
- *   kprof [-p PERIOD_US] SECONDS
+ *   kprof [-p PERIOD_US] [-c NAME]... SECONDS
  *
  * Samples every online CPU with the software cpu-clock event every PERIOD_US (default
  * 100) microseconds for SECONDS, then prints the functions (symbols of /proc/kallsyms,
@@ -16,7 +16,8 @@
  * with interrupts off is counted where they come back on (_raw_spin_unlock_irqrestore
  * and the like). A second table therefore names, for the samples in such a function,
  * the function that called it (from the sample's call chain): the owner of the
- * section.
+ * section. -c NAME adds the functions whose name contains NAME to that table (e.g.
+ * -c memcpy_orig: who copies).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -186,9 +187,21 @@ static struct sym *lookup(uint64_t ip)
 	return &syms[lo];
 }
 
-/* Whether the function ends a section with interrupts off. */
+#define MAX_CALLEES 16
+static const char *callees[MAX_CALLEES]; /* -c: more functions tabled by caller */
+static int ncallees;
+
+/*
+ * Whether samples in the function are tabled by caller: it ends a section with
+ * interrupts off, or -c named it.
+ */
 static int irq_on(const struct sym *s)
 {
+	int i;
+
+	for (i = 0; i < ncallees; i++)
+		if (strstr(s->name, callees[i]))
+			return 1;
 	return strstr(s->name, "unlock_irq") || strstr(s->name, "irq_restore") ||
 	       strstr(s->name, "local_bh_enable") || strstr(s->name, "rxe_rs_spin_unlock");
 }
@@ -302,10 +315,13 @@ int main(int argc, char **argv)
 	int opt, c, shown;
 	size_t i;
 
-	while ((opt = getopt(argc, argv, "p:")) != -1) {
-		if (opt != 'p')
+	while ((opt = getopt(argc, argv, "p:c:")) != -1) {
+		if (opt == 'p')
+			period_us = strtoul(optarg, NULL, 10);
+		else if (opt == 'c' && ncallees < MAX_CALLEES && *optarg)
+			callees[ncallees++] = optarg;
+		else
 			goto usage;
-		period_us = strtoul(optarg, NULL, 10);
 	}
 	if (optind + 1 != argc || period_us == 0)
 		goto usage;
@@ -378,13 +394,15 @@ int main(int argc, char **argv)
 	for (i = 0, shown = 0; i < nsyms && shown < 60 && order[i]->hits; i++, shown++)
 		printf("%6.2f%%  %s\n", 100.0 * order[i]->hits / total, order[i]->name);
 	qsort(pairs, npairs, sizeof(*pairs), pair_hits);
-	printf("kprof: samples where interrupts came back on, by caller:\n");
+	printf("kprof: samples where interrupts came back on%s, by caller:\n",
+	       ncallees ? " (and in the functions -c named)" : "");
 	for (i = 0; i < npairs && i < 30; i++)
 		printf("%6.2f%%  %s <- %s\n", 100.0 * pairs[i].hits / total, pairs[i].where->name,
 		       pairs[i].caller ? pairs[i].caller->name : "?");
 	return 0;
 
 usage:
-	fprintf(stderr, "usage: kprof [-p PERIOD_US] SECONDS\n");
+	fprintf(stderr, "usage: kprof [-p PERIOD_US] [-c NAME]... SECONDS (-c at most %d times)\n",
+		MAX_CALLEES);
 	return 2;
 }

@@ -6,28 +6,37 @@
 # tools/kprof.c meanwhile; the functions with their share of the samples are printed and
 # kept in build/profile/DRIVER.txt.
 #
-#   tools/profile.sh [--drivers "rxe rxe_rs"] [--seconds S] TOOL [ARGS...]
+#   tools/profile.sh [--drivers "rxe rxe_rs"] [--seconds S] [--callers "NAME..."] TOOL [ARGS...]
 #   e.g. tools/profile.sh ib_atomic_bw -D 8
 #        tools/profile.sh ib_read_lat -s 64 -n 300000
+#        tools/profile.sh --callers "memcpy_orig xa_load" ib_read_lat -n 300000
 #
 # ARGS go to both sides (add -D or -n so that the run lasts longer than the sampling,
 # which starts a second after the client and lasts S seconds, default 5). The shares
-# compare code paths; the guest runs under TCG, so absolute times say little.
+# compare code paths; the guest runs under TCG, so absolute times say little. --callers
+# also tables the samples in the functions whose names contain those words by caller
+# (kprof -c), as those where interrupts came back on are.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-drivers="rxe rxe_rs" seconds=5
+drivers="rxe rxe_rs" seconds=5 callers=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--drivers) drivers=$2; shift 2 ;;
 	--seconds) seconds=$2; shift 2 ;;
+	--callers) callers=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
-[ $# -gt 0 ] || die "usage: profile.sh [--drivers D] [--seconds S] TOOL [ARGS...]"
+[ $# -gt 0 ] || die "usage: profile.sh [--drivers D] [--seconds S] [--callers \"NAME...\"] TOOL [ARGS...]"
 [[ $seconds =~ ^[1-9][0-9]*$ ]] || die "--seconds takes a whole number of seconds"
 [[ $1 =~ ^ib_[a-z_]+$ ]] || die "TOOL is a perftest tool (ib_send_bw, ib_read_lat, ...), not '$1'"
 cmd=$(printf '%q ' "$@")
+kprof_c=
+for name in $callers; do
+	[[ $name =~ ^[A-Za-z0-9_:]+$ ]] || die "--callers takes symbol names (letters, digits, _ and :), not '$name'"
+	kprof_c+=" -c $name"
+done
 
 out=$TOP_DIR/build/profile
 share=$TOP_DIR/build/share-profile
@@ -54,7 +63,7 @@ i=0
 while [ -z "\$(ss -Htln 'sport = :18515')" ] && [ \$i -lt 100 ]; do i=\$((i + 1)); sleep 0.2; done
 timeout 120 $cmd -d prof0 -x "\$idx" -F -p 18515 127.0.0.1 > /tmp/client.out 2>&1 &
 sleep 1
-/mnt/host/kprof $seconds > /mnt/host/prof-$drv.txt
+/mnt/host/kprof$kprof_c $seconds > /mnt/host/prof-$drv.txt
 wait
 tail -n 4 /tmp/client.out
 GUEST
