@@ -114,39 +114,6 @@ pub(crate) struct Attrs {
     pub(crate) alt_timeout: u8,
 }
 
-/// Who runs a QP's requester (or sends its responder's answers), under the QP's lock:
-/// one caller at a time, so that its packets leave in PSN order. A caller that finds a
-/// run in progress asks the runner to look once more instead.
-#[derive(Default)]
-pub(crate) struct Runner {
-    busy: bool,
-    again: bool,
-}
-
-impl Runner {
-    /// Makes the caller the runner: `false` if a run is in progress, which then looks
-    /// once more before it stops.
-    fn claim(&mut self) -> bool {
-        if self.busy {
-            self.again = true;
-            return false;
-        }
-        self.busy = true;
-        true
-    }
-
-    /// Whether the runner is to look once more before it stops (asked for once).
-    fn again(&mut self) -> bool {
-        core::mem::take(&mut self.again)
-    }
-
-    /// The runner stops.
-    fn stop(&mut self) {
-        self.busy = false;
-        self.again = false;
-    }
-}
-
 pub(crate) struct QpInner {
     pub(crate) state: QpState,
     pub(crate) attrs: Attrs,
@@ -969,22 +936,22 @@ impl RxeQp {
         }
     }
 
-    /// Runs the requester (see [`RxeQp::requester`]) unless a run is in progress, which
-    /// then looks once more.
-    fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
-        if shared.inner.lock().req.run.claim() {
-            Self::requester(dev, shared);
-        }
-    }
-
-    /// Runs the requester, for a caller that claimed its [`Runner`], until the send
-    /// queue has nothing more to send now, or for [`param::RUN_BUDGET`] steps: then the
-    /// QP's work item runs it again.
+    /// Runs the requester until the send queue has nothing more to send now, or for
+    /// [`param::RUN_BUDGET`] steps: then the QP's work item runs it again.
     ///
     /// Packets are built under the QP's lock and sent after it is released, in an RCU
-    /// read-side section (see `destroy`); the runner claim keeps them in PSN order.
-    fn requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+    /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
+    /// in PSN order; a caller that finds it running asks the runner to look again.
+    pub(crate) fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
         let ndev = &dev.ndev;
+        {
+            let mut inner = shared.inner.lock();
+            if inner.req.busy {
+                inner.req.again = true;
+                return;
+            }
+            inner.req.busy = true;
+        }
         let _rcu = kernel::sync::rcu::read_lock();
         let mut timeout = None;
         let mut budget = param::RUN_BUDGET;
@@ -1000,30 +967,30 @@ impl RxeQp {
                 };
                 budget = budget.saturating_sub(1);
                 match step {
-                    Step::Idle if go && inner.req.run.again() => Step::Again,
-                    Step::Idle | Step::Backlog => {
-                        inner.req.run.stop();
-                        // Packets await acknowledgement: check on them when the timeout
-                        // runs out. Not for a dead QP: its destroy may have stopped the
-                        // timer already (from the QP's work item, a run goes on while
-                        // the destroy cancels the timer).
-                        if let Some(ms) = timeout.filter(|_| !inner.dead) {
-                            dev.wq.run_after(shared, ms);
-                        }
-                        if matches!(step, Step::Backlog) {
-                            // The process may keep posting for ever, or the device's
-                            // own packets wait to be received: the rest is the work
-                            // item's, now or once the loopback queue has room (nothing
-                            // queues a dead QP's, see `destroy`).
-                            inner.kick = true;
-                            drop(inner);
-                            if spent {
-                                dev.bulk_wq.run(shared);
-                            } else if !dev.wait_for_loopback(shared.qp_num()) {
-                                dev.wq.run(shared);
-                            }
+                    Step::Backlog => {
+                        // The process may keep posting for ever, or the device's own
+                        // packets wait to be received: the rest is the work item's,
+                        // now or once the loopback queue has room (nothing queues a
+                        // dead QP's, see `destroy`).
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        inner.kick = true;
+                        drop(inner);
+                        if spent {
+                            dev.bulk_wq.run(shared);
+                        } else if !dev.wait_for_loopback(shared.qp_num()) {
+                            dev.wq.run(shared);
                         }
                         break;
+                    }
+                    Step::Idle if go && inner.req.again => {
+                        inner.req.again = false;
+                        Step::Again
+                    }
+                    Step::Idle => {
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        Step::Idle
                     }
                     Step::Packet(_) if shared.qp_type == QpType::Rc => {
                         timeout = timeout_ms(inner.attrs.timeout);
@@ -1034,26 +1001,35 @@ impl RxeQp {
             };
             match step {
                 Step::Packet(out) => crate::xmit::send(dev, ndev, &shared.routes, out),
-                _ => continue,
+                Step::Again => continue,
+                Step::Idle | Step::Backlog => break,
+            }
+        }
+        // Packets await acknowledgement: check on them when the timeout runs out. Not
+        // for a dead QP: its destroy may have stopped the timer already (from the QP's
+        // work item, a run goes on while the destroy cancels the timer).
+        if let Some(ms) = timeout {
+            let inner = shared.inner.lock();
+            if !inner.dead {
+                dev.wq.run_after(shared, ms);
             }
         }
     }
 
-    /// Sends the answers that wait (see [`RxeQp::responder`]) unless a run is in
-    /// progress, which then looks once more.
+    /// Sends the answers that wait (READ responses, atomic acknowledgements), one
+    /// packet at a time, in PSN order (one caller at a time, as the requester), then
+    /// the acknowledgement and the NAK that follow them. A run sends at most
+    /// [`param::RUN_BUDGET`] packets, and stops while the loopback queue it would add to
+    /// is full: the QP's work item goes on (a peer may ask for 2 GiB in one request).
     fn run_responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
-        if shared.inner.lock().resp.run.claim() {
-            Self::responder(dev, ndev, shared);
+        {
+            let mut inner = shared.inner.lock();
+            if inner.resp.busy {
+                inner.resp.again = true;
+                return;
+            }
+            inner.resp.busy = true;
         }
-    }
-
-    /// Sends the answers that wait (READ responses, atomic acknowledgements), for a
-    /// caller that claimed the responder's [`Runner`]: one packet at a time, in PSN
-    /// order, then the acknowledgement and the NAK that follow them. A run sends at
-    /// most [`param::RUN_BUDGET`] packets, and stops while the loopback queue it would
-    /// add to is full: the QP's work item goes on (a peer may ask for 2 GiB in one
-    /// request).
-    fn responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
         // Keys are looked up, and packets of the QP handed on, in an RCU read-side
         // section, as on every path of the data path (see `destroy`).
         let _rcu = kernel::sync::rcu::read_lock();
@@ -1071,7 +1047,8 @@ impl RxeQp {
                 if live && inner.resp.has_responses() && (budget == 0 || backlog) {
                     // The rest is the work item's, now or once the loopback queue has
                     // room (nothing queues a dead QP's).
-                    inner.resp.run.stop();
+                    inner.resp.busy = false;
+                    inner.resp.again = false;
                     inner.respond = true;
                     drop(inner);
                     if budget == 0 {
@@ -1090,9 +1067,13 @@ impl RxeQp {
                 match next {
                     Next::Packet(o) => Some(o),
                     Next::Lost => None,
-                    Next::Idle if live && inner.resp.run.again() => None,
+                    Next::Idle if live && inner.resp.again => {
+                        inner.resp.again = false;
+                        None
+                    }
                     Next::Idle => {
-                        inner.resp.run.stop();
+                        inner.resp.busy = false;
+                        inner.resp.again = false;
                         // The acknowledgement owed for requests after the ones answered,
                         // and a NAK made meanwhile, follow the answers.
                         let tail = if live && !inner.resp.has_responses() {
@@ -1163,9 +1144,6 @@ impl RxeQp {
             let waiting = inner.resp.has_responses();
             let (taken, mut reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
             let responses = !waiting && inner.resp.has_responses();
-            // Claimed here, under the lock held already: the answers go after the
-            // acknowledgement below (or a run in progress sends them).
-            let respond = responses && inner.resp.run.claim();
             let owed = if waiting {
                 inner.resp.defer(reply.take());
                 None
@@ -1180,8 +1158,8 @@ impl RxeQp {
             for out in [owed, reply].into_iter().flatten() {
                 crate::xmit::send(dev, ndev, &qp.routes, out);
             }
-            if respond {
-                Self::responder(dev, ndev, qp);
+            if responses {
+                Self::run_responder(dev, ndev, qp);
             }
             if list && !RxeDev::owe(dev, qp.qp_num(), Owed::Ack) {
                 Self::send_owed_ack(dev, qp);
@@ -1439,11 +1417,8 @@ impl RxeQp {
             QpState::Sqd | QpState::Sqe => Ok(()),
             QpState::Rts => {
                 qp.shared.tx_cpu.store(CpuId::current().as_u32(), Relaxed);
-                let run = inner.req.run.claim();
                 drop(inner);
-                if run {
-                    Self::requester(qp.device(), &qp.shared);
-                }
+                Self::run_requester(qp.device(), &qp.shared);
                 Ok(())
             }
         }

@@ -30,7 +30,7 @@ use crate::ib::{
     qp::{AddressVector, QpType},
 };
 use crate::mr::{self, Fault};
-use crate::qp::{OdpWait, QpInner, QpShared, Runner, RxeQp, GSI_QKEY};
+use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
@@ -77,8 +77,9 @@ pub(crate) struct ReqState {
     /// The PSN of a lost READ response that was asked for again at once (once per
     /// PSN; a second loss there waits for the acknowledgement timeout).
     pub(crate) read_retry: Option<u32>,
-    /// Who runs the requester.
-    pub(crate) run: Runner,
+    /// Someone is running the requester; `again` asks it to look once more.
+    pub(crate) busy: bool,
+    pub(crate) again: bool,
 }
 
 impl ReqState {
@@ -95,7 +96,8 @@ impl ReqState {
             read_got: 0,
             read_retry: None,
             sent,
-            run: Runner::default(),
+            busy: false,
+            again: false,
         })
     }
 

@@ -32,7 +32,7 @@ use crate::ib::{
     qp::{QpEvent, QpState, QpType},
 };
 use crate::mr::{self, need, AccessError, Fault};
-use crate::qp::{OdpWait, QpInner, QpShared, Runner, RxeQp, GSI_QKEY};
+use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{syndrome, Aeth, Bth},
@@ -122,8 +122,9 @@ pub(crate) struct RespState {
     /// An acknowledgement or NAK for a later PSN, made while answers were still to be
     /// sent: it follows them (a newer one replaces it).
     later: Reply,
-    /// Who sends the answers.
-    pub(crate) run: Runner,
+    /// Someone is sending responses; `again` asks it to look once more.
+    pub(crate) busy: bool,
+    pub(crate) again: bool,
 }
 
 impl RespState {
@@ -142,7 +143,8 @@ impl RespState {
             res_next: 0,
             cur: None,
             later: None,
-            run: Runner::default(),
+            busy: false,
+            again: false,
         })
     }
 
