@@ -195,7 +195,7 @@ static int ncallees;
  * Whether samples in the function are tabled by caller: it ends a section with
  * interrupts off, or -c named it.
  */
-static int irq_on(const struct sym *s)
+static int by_caller(const struct sym *s)
 {
 	int i;
 
@@ -221,7 +221,7 @@ static void count(uint64_t ip, const uint64_t *chain, uint64_t n)
 		return;
 	}
 	s->hits++;
-	if (!irq_on(s))
+	if (!by_caller(s))
 		return;
 	/* The first frame of the chain outside such functions (context markers skipped). */
 	for (i = 0; i < n && !caller; i++) {
@@ -230,7 +230,7 @@ static void count(uint64_t ip, const uint64_t *chain, uint64_t n)
 		if (chain[i] >= (uint64_t)PERF_CONTEXT_MAX)
 			continue;
 		c = lookup(chain[i]);
-		if (c && !irq_on(c))
+		if (c && !by_caller(c))
 			caller = c;
 	}
 	for (k = 0; k < npairs; k++) {
