@@ -1246,11 +1246,12 @@ t_pkey_mismatch() {
 # a veth pair of MTU 9000 (payloads past the path MTU get through). Meanwhile
 # peer_qps.py checks each completion, reposts receives and work, and takes a QP in the
 # error state back to RTS. Afterwards nothing outside the key's range changed, no
-# receive took a packet that had to be dropped, two fresh RC QPs move data, and the
+# receive took a packet that had to be dropped, each packet a receive holds is the one
+# the sender's trace has (its QP, its bytes), two fresh RC QPs move data, and the
 # kernel logged no BUG, WARNING, KASAN, lockdep, stall or Rust panic (an overflow
 # check's "attempt to add with overflow" included). The first line of the sender's
 # output is its seed: PKTFUZZ_SEED replays its choices (the QPs' answers steer the PSNs),
-# PKTFUZZ_TRACE=FILE writes every packet sent to FILE, PKTFUZZ_CLASSES=a,b,... sends
+# PKTFUZZ_TRACE=FILE keeps the trace (every packet sent) in FILE, PKTFUZZ_CLASSES=a,b,... sends
 # only those mutation classes. On rxe two kinds of packet do not go out, each of which
 # makes rxe WARN: a packet with a response's opcode (a READ RESPONSE LAST whose AETH
 # syndrome is a NAK, after the FIRST and MIDDLE of a READ outstanding, makes
@@ -1270,12 +1271,21 @@ t_pktfuzz() {
 	ip link set tveth0 mtu 9000 && ip -n tpeer link set tveth1 mtu 9000 || return 1
 	peer_start mutate $((PKTFUZZ_SECONDS + 240)) $((PKTFUZZ_SECONDS + 600)) || return 1
 	d0=$(dmesg | wc -l)
-	PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer \
+	PKTFUZZ_TRACE=$PQ/trace PKTFUZZ_NO_RESPONSES=$nr PKTFUZZ_NO_ZERO_WRITES=$nz ip netns exec tpeer \
 		timeout $((PKTFUZZ_SECONDS + 120)) python3 "$HOST/roce_send.py" --mutate 10.9.0.2 10.9.0.1 \
 		"$PQ" "$PKTFUZZ_SECONDS" "$PKTFUZZ_MAX" "$PKTFUZZ_RATE" "${PKTFUZZ_SEED:-}"
 	src=$?
 	peer_finish
 	prc=$?
+	[ -n "${PKTFUZZ_TRACE:-}" ] && cp "$PQ/trace" "$PKTFUZZ_TRACE"
+	# A receive that took a packet to be dropped, or placed one other than it was
+	# sent: the packets sent around it (time, serial, target, class, message, bad
+	# ICRC, the first 96 bytes).
+	[ -s "$PQ/taken" ] && while read -r q s; do
+		echo "packets $((s - 30))..$((s + 5)) around serial $s (in a receive of $q):"
+		awk -v a=$((s - 30)) -v b=$((s + 5)) '$2 >= a && $2 <= b { print "  " $1, $2, $3, $4, $5, $6, substr($7, 1, 192) }' \
+			"$PQ/trace"
+	done < "$PQ/taken" | head -n 400
 	rdma statistic show link "$DEV/1"
 	dmesg | tail -n +$((d0 + 1)) > /tmp/pktfuzz.dmesg
 	{ kernel_reports < /tmp/pktfuzz.dmesg

@@ -50,6 +50,7 @@ import ipaddress
 import json
 import os
 import random
+import struct
 import sys
 import time
 
@@ -65,6 +66,7 @@ from pyverbs.qp import QP, QPAttr, QPCap, QPInitAttr
 from pyverbs.wr import SGE, RecvWR, SendWR
 
 from live_qps import GRH, PORT, QKEY, Failed, Ud, gid_index, log
+from roce_send import EXT_FMT, LAYOUT, TAG_LEN, tag_serial
 from live_qps import poll as poll_ok
 
 LW = ibv_access_flags.IBV_ACCESS_LOCAL_WRITE
@@ -376,7 +378,6 @@ MUT_GUARD = 256              # canary bytes before and after every local buffer
 MUT_NRECV = 8
 MUT_TARGET = 8192            # bytes the target key opens
 MUT_READ = 3000              # the RC QPs' RDMA READ towards the peer: three responses
-MUT_TAG = b"MUTF"            # roce_send.py --mutate's payloads: MUT_TAG, then a serial
 PAGE = 4096
 MUT_QPS = (  # name, transport, peer QPN, rq_psn, sq_psn
     ("rc0", "rc", 0x000601, 0xFFFFF0, 0x3FFFFE),
@@ -396,6 +397,50 @@ STATUS = {int(getattr(ibv_wc_status, n)): n[7:].lower()
           for n in dir(ibv_wc_status) if n.startswith("IBV_WC_")}
 
 
+# The opcodes whose payload goes to a receive buffer: RC's SENDs, UC's, UD's.
+SENDS = frozenset(range(0x00, 0x06)) | {0x16, 0x17} | frozenset(range(0x20, 0x26)) | {0x64, 0x65}
+
+
+def sent_packets(path, serials):
+    """The packets of roce_send.py --mutate's trace whose serials are in `serials`, by
+    serial (transport headers to ICRC), or None without a trace."""
+    try:
+        f = open(path)
+    except OSError:
+        return None
+    out = {}
+    with f:
+        for line in f:
+            w = line.split()
+            if len(w) == 7 and w[1].isdigit() and int(w[1]) in serials and w[3] != "dup":
+                out[int(w[1])] = bytes.fromhex(w[6])
+    return out
+
+
+def misplaced(sent, serial, placed, whole, qpn):
+    """Why `placed` (a receive buffer from where packet `serial`'s payload went, to the
+    end of its MTU-sized part) is not what that packet sent to QPN `qpn` carried (all
+    of it if `whole`, else as far as either goes), or None."""
+    b = sent.get(serial)
+    if b is None:
+        return "not in the trace"
+    if len(b) < 16:
+        return "shorter than a BTH and an ICRC"
+    op = b[0]
+    if op not in SENDS:
+        return f"opcode {op:#04x}, which places nothing in a receive buffer"
+    lay = LAYOUT[op if op >> 5 == 3 else op & 0x1F]
+    to = struct.unpack("!I", b[4:8])[0] & 0xFFFFFF
+    if to != qpn:
+        return f"sent to QPN {to:#x}"
+    start = 12 + sum(struct.calcsize(EXT_FMT[n]) for n in lay)
+    payload = b[start:len(b) - 4 - ((b[1] >> 4) & 3)]
+    k = len(payload) if whole else min(len(payload), len(placed))
+    if placed[:k] != payload[:k] or len(placed) < k:
+        return f"{len(payload)} bytes sent, {len(placed)} in the receive, differing"
+    return None
+
+
 class Slots:
     """n local buffers of `size` bytes in one MR of local write access only, each
     between two MUT_GUARD-byte runs of the canary that nothing may write."""
@@ -412,6 +457,9 @@ class Slots:
 
     def sge(self, i):
         return SGE(self.addr(i), self.size, self.mr.lkey)
+
+    def clear(self, i):
+        self.mr.write(bytes([CANARY]) * self.size, self.size, i * self.stride + MUT_GUARD)
 
     def read(self, i, n):
         return self.mr.read(n, i * self.stride + MUT_GUARD)
@@ -508,6 +556,7 @@ class MutQp:
 
     def post_free(self):
         for s in sorted(self.free):
+            self.slots.clear(s)
             wr_id = self.new_id()
             self.qp.post_recv(RecvWR(wr_id=wr_id, num_sge=1, sg=[self.slots.sge(s)]), None)
             self.recv_out[wr_id] = (s, time.monotonic())
@@ -562,14 +611,30 @@ class MutQp:
         if kind == "send":
             return
         slot = what[0]
-        if status == SUCCESS:
-            if w.byte_len > self.slots.size:
-                self.bad.append(f"{self.name}: a receive of {w.byte_len} bytes into a "
-                                f"{self.slots.size}-byte buffer")
-            off = GRH if self.kind == "ud" else 0
-            head = self.slots.read(slot, off + 8)[off:]
-            if w.byte_len >= off + 8 and head[:4] == MUT_TAG:
-                self.tags.append(int.from_bytes(head[4:8], "big"))
+        if status == SUCCESS and w.byte_len > self.slots.size:
+            self.bad.append(f"{self.name}: a receive of {w.byte_len} bytes into a "
+                            f"{self.slots.size}-byte buffer")
+        # The slot was filled with the canary when it was posted: every tag in it now
+        # is a packet placed into this WQE. Each packet places its payload, which
+        # begins with its tag, at a multiple of the MTU (after the GRH on UD). Below
+        # byte_len of a successful SEND is what the message received, whole; above it,
+        # and in a WQE that completed otherwise, what messages begun and given up (UC,
+        # or RC before a retry) or failed placed, in part. Each such payload is
+        # compared with the packet in the trace.
+        data = self.slots.read(slot, self.slots.size)
+        n = (min(w.byte_len, self.slots.size)
+             if status == SUCCESS and w.opcode == ibv_wc_opcode.IBV_WC_RECV else 0)
+        at = (GRH,) if self.kind == "ud" else range(0, self.slots.size, MUT_MTU)
+        # (serial, the bytes from its place to the end of its part, whether whole)
+        parts = [(tag_serial(data[a:]), data[a:min(a + MUT_MTU, n)], True)
+                 if a + TAG_LEN <= n else
+                 (tag_serial(data[a:]), data[a:a + MUT_MTU], False) for a in at]
+        parts = [x for x in parts if x[0] is not None]
+        if parts:
+            self.tags.append((parts, f"slot {slot}, wr_id {wr_id}, "
+                              f"{STATUS.get(status, status)}, {w.byte_len} bytes, "
+                              f"opcode {w.opcode}, wc_flags {w.wc_flags:#x}, epoch "
+                              f"{self.epoch}, at {time.monotonic():.3f}"))
         # The receive goes back while the QP is in RTS (else when it is revived).
         self.free.add(slot)
         if status != FLUSHED and self.state() == ibv_qp_state.IBV_QPS_RTS:
@@ -714,20 +779,48 @@ class Mutate:
         except OSError:
             forbidden = set()
             bad.append("roce_send.py left no DIR/forbidden")
+        sent = sent_packets(os.path.join(self.dir, "trace"),
+                            {x for q in self.qps for parts, _ in q.tags for x, *_ in parts})
+        if sent is None:
+            bad.append("roce_send.py left no DIR/trace")
+            sent = {}
         for q in self.qps:
             st = q.state()
             log(f"{q.name} (QPN {q.qpn}): state {st}, revived {q.epoch} time(s) "
                 f"({q.retried} begun again: back in the error state before RTS), "
-                f"{len(q.tags)} tagged receive(s), {q.late} WQE(s) posted after it left "
+                f"{len(q.tags)} receive(s) holding {sum(len(x) for x, _ in q.tags)} "
+                f"packet(s) compared with the trace, {q.late} WQE(s) posted after it left "
                 "RTS dropped by RESET; completions: " +
                 ", ".join(f"{v} {k}" for k, v in sorted(q.stats.items())))
             if st not in (ibv_qp_state.IBV_QPS_RTS, ibv_qp_state.IBV_QPS_ERR):
                 bad.append(f"{q.name} in state {st}, neither RTS nor the error state")
             bad += q.bad
-            took = sorted(set(q.tags) & forbidden)
+            took, wrong = [], []
+            for parts, how in q.tags:
+                serials = [x for x, *_ in parts]
+                if set(serials) & forbidden:
+                    took.append((sorted(set(serials) & forbidden), serials, how))
+                for x, placed, whole in parts:
+                    why = misplaced(sent, x, placed, whole, q.qpn)
+                    if why:
+                        wrong.append((x, why, serials, how))
             if took:
                 bad.append(f"{q.name} received packets that must be dropped (bad ICRC, "
-                           f"P_Key, transport or Q_Key): serials {took[:20]}")
+                           f"P_Key, transport or Q_Key): serials "
+                           f"{sorted({x for t in took for x in t[0]})[:20]}")
+                for serials, tags, how in took[:5]:
+                    log(f"{q.name}: a receive ({how}) holds the packets {tags}, "
+                        f"of which {serials} must be dropped")
+            if wrong:
+                bad.append(f"{q.name} placed {len(wrong)} packet(s) other than they were "
+                           f"sent: serials {[x for x, *_ in wrong][:20]}")
+                for x, why, tags, how in wrong[:5]:
+                    log(f"{q.name}: packet {x} in a receive ({how}) of the packets {tags}: "
+                        f"{why}")
+            if took or wrong:
+                with open(os.path.join(self.dir, "taken"), "a") as f:
+                    f.write("".join(f"{q.name} {x}\n" for t in took for x in t[0]))
+                    f.write("".join(f"{q.name} {x}\n" for x, *_ in wrong))
             for name, slots in (("receive", q.slots),) + (
                     (("READ", q.rd), ("atomic", q.at)) if q.kind == "rc" else ()):
                 g = slots.bad_guards()

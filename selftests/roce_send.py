@@ -551,6 +551,27 @@ BAD_PKEYS = (0x0001, 0x8001, 0x0000, 0x8000, 0x7FFE, 0xFFFE)
 # Mode --mutate: valid packets of every opcode, aimed at peer_qps.py mutate's live QPs,
 # then mutated.
 MUT_TAG = b"MUTF"
+# A payload begins with MUT_TAG, the packet's serial and two check bytes of the serial
+# with their top bits set: a payload shorter than that, in a buffer filled with a byte
+# below 0x80 (peer_qps.py's canary), or placed over the tag of an older one, leaves no
+# tag a receiver could take for another packet's.
+TAG_LEN = 10
+
+
+def mut_tag(serial):
+    """The first TAG_LEN bytes of the payload of the packet numbered `serial`."""
+    h = (serial * 0x9E3779B1) >> 7
+    return MUT_TAG + struct.pack("!IBB", serial, 0x80 | (h & 0x7F), 0x80 | (h >> 7 & 0x7F))
+
+
+def tag_serial(b):
+    """The serial whose tag `b` begins with, or None."""
+    if len(b) < TAG_LEN or b[:4] != MUT_TAG:
+        return None
+    serial = struct.unpack("!I", b[4:8])[0]
+    return serial if b[:TAG_LEN] == mut_tag(serial) else None
+
+
 TRANSPORT = {"rc": 0, "uc": 1, "ud": 3}
 # Extension headers in wire order, each a struct format of its fields.
 EXT_FMT = {"feth": "!I", "deth": "!II", "reth": "!QII", "atomic": "!QIQQ", "aeth": "!I",
@@ -575,7 +596,7 @@ SYNDROMES_ANY = (0x00, 0x1F, 0x20, 0x2E, 0x3F, 0x40, 0x5F, 0x60, 0x61, 0x62, 0x6
 
 class Raw:
     """A packet under construction: BTH fields, extension headers (name -> fields),
-    a payload of `plen` bytes (MUT_TAG and the packet's serial first, then `fill`);
+    a payload of `plen` bytes (the packet's tag first, see mut_tag(), then `fill`);
     `pad` None means the pad count the payload needs, and the pad bytes are always
     those the payload needs."""
 
@@ -621,7 +642,7 @@ class Raw:
         t = struct.pack("!BBHII", self.op & 0xFF, b1, self.pkey, (self.resv << 24) |
                         (self.qpn & 0xFFFFFF), (self.psn % PSN_MOD) | (self.ack << 31))
         t += self.header_bytes()
-        tag = MUT_TAG + struct.pack("!I", serial)
+        tag = mut_tag(serial)
         t += (tag + bytes([self.fill]) * max(0, self.plen - 8))[:self.plen] + b"\0" * natural
         if self.flips:
             t = bytearray(t)
@@ -683,7 +704,6 @@ class Fuzz:
         # DMA length is 0, whatever made it one.
         self.no_zero_writes = os.environ.get("PKTFUZZ_NO_ZERO_WRITES") == "1"
         self.held = 0
-        self.t0 = time.monotonic()
         trace = os.environ.get("PKTFUZZ_TRACE")
         self.trace = open(trace, "w", buffering=1) if trace else None  # kept on a crash
 
@@ -1004,7 +1024,8 @@ class Fuzz:
         elif cls == "none":
             self.recent = (self.recent + [transport + crc])[-32:]
         if self.trace:
-            self.trace.write(f"{time.monotonic() - self.t0:.3f} {self.serial} {t.name} {cls} "
+            self.trace.write(f"{time.monotonic():.3f} {self.serial} {t.name} "
+                             f"{cls.replace(' ', '_')} "
                              f"{name.replace(' ', '_')} {int(bad_icrc)} "
                              f"{(transport + crc).hex()}\n")
 
@@ -1023,8 +1044,11 @@ class Fuzz:
         cls = r.choices([c for c, _ in classes], [w for _, w in classes])[0]
         if cls == "dup" and self.recent:
             self.serial += 1
-            self.peer.tx.sendto(r.choice(self.recent), (self.dst, DPORT))
+            b = r.choice(self.recent)
+            self.peer.tx.sendto(b, (self.dst, DPORT))
             self.sent["dup"] = self.sent.get("dup", 0) + 1
+            if self.trace:
+                self.trace.write(f"{time.monotonic():.3f} {self.serial} - dup dup 0 {b.hex()}\n")
             return 1
         if cls == "dup":
             cls = "none"
