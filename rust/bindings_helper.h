@@ -4,6 +4,7 @@
  * allow-list). Constants that bindgen cannot see through macros are exported as typed
  * constants here.
  */
+#include <linux/crc32.h>
 #include <linux/netdevice.h>
 #include <linux/vmalloc.h>
 #include <linux/etherdevice.h>

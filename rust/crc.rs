@@ -11,5 +11,5 @@ use super::bindings;
 /// the CPU's carry-less multiplication or CRC instructions where it has them.
 pub(crate) fn crc32_le(crc: u32, bytes: &[u8]) -> u32 {
     // SAFETY: `bytes` is valid for reading `bytes.len()` bytes for the call.
-    unsafe { bindings::rxe_rs_crc32_le(crc, bytes.as_ptr(), bytes.len()) }
+    unsafe { bindings::crc32_le(crc, bytes.as_ptr().cast(), bytes.len()) }
 }

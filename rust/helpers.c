@@ -4,7 +4,6 @@
  */
 #include <linux/bottom_half.h>
 #include <linux/cpumask.h>
-#include <linux/crc32.h>
 #include <linux/highmem.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -547,19 +546,6 @@ struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writab
 		return NULL;
 	*writable = pfn & HMM_PFN_WRITE;
 	return hmm_pfn_to_page(pfn);
-}
-
-/* CRC-32 (IEEE 802.3, reflected) of the kernel, accelerated where the CPU can. */
-u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len)
-{
-	return crc32_le(crc, p, len);
-}
-
-/* Queues a delayed work item, or changes the delay of one already queued. */
-bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			     unsigned long delay)
-{
-	return mod_delayed_work(wq, dwork, delay);
 }
 
 /*

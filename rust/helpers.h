@@ -107,10 +107,6 @@ void rxe_rs_odp_set_private(struct ib_umem_odp *odp, void *private);
 int rxe_rs_odp_map_and_lock(struct ib_umem_odp *odp, u64 va, u64 len, bool write, bool fault);
 struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writable);
 
-u32 rxe_rs_crc32_le(u32 crc, const u8 *p, size_t len);
-struct delayed_work;
-bool rxe_rs_mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dwork,
-			     unsigned long delay);
 unsigned long rxe_rs_rcu_cookie(void);
 void rxe_rs_rcu_wait_since(unsigned long cookie);
 void rxe_rs_local_bh_disable(void);

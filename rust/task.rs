@@ -250,8 +250,14 @@ impl Workqueue {
         let dwork = unsafe { DelayedWork::raw_as_work(core::ptr::addr_of!((*ptr).timer)) };
         // SAFETY: The workqueue is live (type invariant) and `dwork` a valid, initialised
         // delayed work item of a task that runs `TaskRun::timer` on it.
-        let was_queued =
-            unsafe { bindings::rxe_rs_mod_delayed_work(self.raw.as_ptr(), dwork.cast(), delay) };
+        let was_queued = unsafe {
+            bindings::mod_delayed_work_on(
+                kernel::bindings::wq_misc_consts_WORK_CPU_UNBOUND as c_int,
+                self.raw.as_ptr(),
+                dwork.cast(),
+                delay,
+            )
+        };
         if was_queued {
             // SAFETY: The queued timer holds a reference already: give ours back.
             drop(unsafe { Arc::from_raw(ptr) });
