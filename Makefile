@@ -19,6 +19,9 @@
 #                         where the kernel spends a perftest run's time, on rxe and on
 #                         rxe_rs (one guest, sampled by tools/kprof.c; CALLERS="fn..."
 #                         also tables the samples in those functions by caller)
+#   make ab REVS="4b61d89^ 4b61d89 work"
+#                         rxe_rs's speed at those commits (work: this checkout), side by
+#                         side in one guest, rounds interleaved (ROUNDS=3)
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -61,7 +64,10 @@ interop:
 profile:
 	tools/profile.sh $(if $(CALLERS),--callers "$(CALLERS)") $(TOOL)
 
+ab:
+	tools/ab.sh $(if $(ROUNDS),--rounds $(ROUNDS)) $(REVS)
+
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile clean
+.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile ab clean

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0
+# make ab: rxe_rs's speed at several commits, side by side in one guest. The module of
+# each commit is built (in a git worktree under build/ab/, with this checkout's tools,
+# so that they share the cached kernel), and one guest loads them in turn, round after
+# round (the order reversed every other round, so that a drift of the machine spreads
+# over all), running on one device's loopback:
+#   READ latency   ib_read_lat -s 64, typical (us)
+#   atomics        ib_atomic_bw (Mpps)
+#   SEND 4 KiB     ib_send_bw -s 4096 (MiB/s)
+# It prints every round's figures, then each module's median and its ratio to the
+# first module's. One guest and interleaved rounds make differences of a few percent
+# visible that separate bench.sh runs (run-to-run spread about 5%) hide.
+#
+#   tools/ab.sh [--rounds N] [--iters N] REV...
+#   e.g. tools/ab.sh 4b61d89^ 4b61d89 HEAD
+#        tools/ab.sh HEAD work           (work: this checkout, uncommitted changes too)
+#
+# Not part of make check; nothing it prints is a pass or a fail.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+rounds=3 iters=20000
+while [ $# -gt 0 ]; do
+	case $1 in
+	--rounds) rounds=$2; shift 2 ;;
+	--iters) iters=$2; shift 2 ;;
+	*) break ;;
+	esac
+done
+[ $# -ge 1 ] || die "usage: ab.sh [--rounds N] [--iters N] REV... (a commit, or work)"
+[[ $rounds =~ ^[1-9][0-9]?$ ]] || die "--rounds takes 1 to 99"
+[[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters takes a whole number"
+
+out=$TOP_DIR/build/ab
+share=$TOP_DIR/build/share-ab
+rm -rf "$share"
+mkdir -p "$out" "$share"
+prepare_base
+
+names=()
+for rev in "$@"; do
+	if [ "$rev" = work ]; then
+		name=work
+		stage_start "module of this checkout"
+		"$TOOLS_DIR/build-module.sh" test >/dev/null
+		cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/$name.ko"
+		stage_end
+	else
+		sha=$(git -C "$TOP_DIR" rev-parse --short=12 --verify "$rev^{commit}") ||
+			die "not a commit: $rev"
+		name=$sha
+		wt=$out/wt-$sha
+		stage_start "module of $rev ($sha)"
+		if [ ! -d "$wt" ]; then
+			git -C "$TOP_DIR" worktree add --detach -f "$wt" "$sha" >/dev/null
+		fi
+		rm -rf "$wt/tools"
+		cp -a "$TOOLS_DIR" "$wt/tools"
+		"$wt/tools/build-module.sh" test > "$out/build-$sha.log" 2>&1 ||
+			die "the module of $rev does not build (see $out/build-$sha.log)"
+		cp "$wt/build/test/rxe_rs.ko" "$share/$name.ko"
+		stage_end
+	fi
+	for n in "${names[@]}"; do
+		[ "$n" != "$name" ] || die "$rev is named twice"
+	done
+	names+=("$name")
+done
+
+cat > "$out/cmd.sh" <<GUEST
+MODS="${names[*]}"
+ROUNDS=$rounds
+ITERS=$iters
+GUEST
+cat >> "$out/cmd.sh" <<'GUEST'
+modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
+REV=$(echo $MODS | tr ' ' '\n' | tac | tr '\n' ' ')
+wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.2; done; }
+port_active() { timeout 10 ibv_devinfo -d ab0 | grep -q 'state:.*PORT_ACTIVE'; }
+gid_line() {
+	timeout 10 ibv_devinfo -v -d ab0 |
+		sed -n 's/.*GID\[ *\([0-9]*\)\]:[[:space:]]*::ffff:10.0.2.15, RoCE v2$/\1/p' | head -n 1
+}
+has_gid() { [ -n "$(gid_line)" ]; }
+listening() { [ -n "$(ss -Htln 'sport = :18515')" ]; }
+# one TOOL ARGS: one perftest run, server and client on the device; its output.
+one() {
+	timeout 120 "$@" -d ab0 -x "$idx" -F -p 18515 > /tmp/server.out 2>&1 &
+	wait_for listening
+	timeout 120 "$@" -d ab0 -x "$idx" -F -p 18515 127.0.0.1 > /tmp/client.out 2>&1
+	wait
+	cat /tmp/client.out
+}
+r=1
+while [ $r -le $ROUNDS ]; do
+	if [ $((r % 2)) = 1 ]; then list=$MODS; else list=$REV; fi
+	for m in $list; do
+		insmod "/mnt/host/$m.ko" || { echo "ab: $m: insmod failed"; exit 1; }
+		rdma link add ab0 type rxe_rs netdev eth0 || exit 1
+		wait_for port_active && wait_for has_gid || { echo "ab: $m: no active port with a RoCE v2 GID"; exit 1; }
+		idx=$(gid_line)
+		lat=$(one ib_read_lat -s 64 -n "$ITERS" | awk '$1 == 64 { print $5 }')
+		atomic=$(one ib_atomic_bw -n "$ITERS" | awk '$1 == 8 { print $5 }')
+		send=$(one ib_send_bw -s 4096 -n "$ITERS" | awk '$1 == 4096 { print $4 }')
+		echo "AB $m $r ${lat:--} ${atomic:--} ${send:--}"
+		rdma link del ab0
+		rmmod rxe_rs
+	done
+	r=$((r + 1))
+done
+GUEST
+
+stage_start "guest: ${names[*]}, $rounds round(s) of $iters iterations"
+"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 3000 --idle 600 "$out/cmd.sh" \
+	> "$out/console.log" 2>&1 || echo "the guest run failed (see $out/console.log)"
+stage_end
+tr -d '\r' < "$out/console.log" | grep '^AB ' > "$out/rounds.txt" || true
+[ -s "$out/rounds.txt" ] || die "no figures (see $out/console.log)"
+echo "module round  READ-lat-us  atomic-Mpps  send4K-MiB/s"
+sed 's/^AB //' "$out/rounds.txt" | sort -s -k1,1 | awk '{ printf "%-12s %5s %12s %12s %13s\n", $1, $2, $3, $4, $5 }'
+echo
+echo "median of each (ratio to ${names[0]}; latency: lower is better)"
+awk -v order="${names[*]}" '
+function median(list,    a, n, i, t) {
+	n = split(list, a, " ")
+	for (i = 2; i <= n; i++) { t = a[i]; j = i - 1; while (j > 0 && a[j] + 0 > t + 0) { a[j + 1] = a[j]; j-- } a[j + 1] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+# AB MODULE ROUND LATENCY ATOMICS SEND
+$4 != "-" { lat[$2] = lat[$2] " " $4 } $5 != "-" { at[$2] = at[$2] " " $5 } $6 != "-" { snd[$2] = snd[$2] " " $6 }
+END {
+	n = split(order, o, " ")
+	for (k = 1; k <= n; k++) {
+		m = o[k]; L = median(lat[m]); A = median(at[m]); S = median(snd[m])
+		if (k == 1) { L0 = L; A0 = A; S0 = S }
+		printf "%-12s %8.2f (%.3f) %9.4f (%.3f) %8.2f (%.3f)\n", m, L, L0 ? L / L0 : 0, A, A0 ? A / A0 : 0, S, S0 ? S / S0 : 0
+	}
+}' "$out/rounds.txt"
