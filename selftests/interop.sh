@@ -26,8 +26,15 @@ for i in $(seq 1 50); do
 	sleep 0.2
 done
 [ -n "$gid" ] || { echo "Bail out! no RoCE v2 GID for $ME"; exit 1; }
-# The peer must answer on the link before anything starts.
-for i in $(seq 1 150); do ping -c 1 -W 1 "$PEER" >/dev/null 2>&1 && break; done
+# The peer must answer on the link before anything starts: it may boot minutes after
+# this guest on a loaded host, and the tests pair up only if both sides start together.
+# A link that stays dead ends the run here, with what it saw, rather than in every
+# test's retries.
+if ! python3 /mnt/host/peer_up.py "$PEER" 600; then
+	echo "Bail out! $PEER does not answer ICMP echo on eth1 (10 minutes)"
+	{ ip -s link show eth1; ip neigh show dev eth1; } 2>&1 | sed 's/^/# /'
+	exit 1
+fi
 
 # serve CMD: the server side of a test, bounded.
 serve() { timeout 60 "$@"; }

@@ -18,7 +18,8 @@
 #   BENCH_DRIVERS="rxe rxe_rs"   which drivers to run (default both; the other's
 #                        figures show "failed")
 #   BENCH_ONLY=REGEX     only the tests whose name matches (e.g. 'read_bw')
-#   RXE_RS_LINK_PORT=PORT  first of the two UDP ports on 127.0.0.1 of the guests' link
+#   RXE_RS_LINK_PORT=PORT  where the search for the guests' link's two free UDP ports
+#                        on 127.0.0.1 starts (default 47021)
 #
 # The guests run under QEMU TCG, so the figures compare the two drivers on the same
 # (slow, emulated) machine, and only when nothing else loads the host.
@@ -30,8 +31,7 @@ tool_timeout=${BENCH_TIMEOUT:-120}
 placements=${BENCH_PLACEMENTS:-one two}
 drivers=${BENCH_DRIVERS:-rxe rxe_rs}
 repeat=${BENCH_REPEAT:-3}
-port_a=${RXE_RS_LINK_PORT:-47021}
-port_b=$((port_a + 1))
+read -r port_a port_b < <(link_ports "${RXE_RS_LINK_PORT:-47021}")
 [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_ITERS must be a number (a scale of the iteration counts), not '$scale'"
 [[ $tool_timeout =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a number of seconds, not '$tool_timeout'"
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a number of runs, not '$repeat'"
@@ -126,7 +126,7 @@ wait_for has_gid || { echo "bench: no RoCE v2 GID for $ME"; timeout 10 ibv_devin
 idx=$(gid_line)
 if [ "$ROLE" != one ]; then
 	# The peer must answer on the link before the first test.
-	i=0; while ! ping -c 1 -W 1 "$PEER" >/dev/null 2>&1 && [ $i -lt 150 ]; do i=$((i + 1)); done
+	python3 /mnt/host/peer_up.py "$PEER" 600 || { echo "bench: $PEER does not answer on eth1"; exit 1; }
 fi
 echo "bench: $DRV ($ROLE), device $DEV on $NDEV, GID index $idx, kernel $(uname -r)"
 timeout 10 ib_send_bw --version 2>&1 | head -n 1 | sed 's/^/bench: perftest /'
@@ -239,7 +239,7 @@ run_guests() {
 		for side in server client; do
 			local sh=$out/share-$side link
 			mkdir -p "$sh"
-			cp "$share/rxe_rs.ko" "$sh/"
+			cp "$share/rxe_rs.ko" "$TOP_DIR/selftests/peer_up.py" "$sh/"
 			guest_script "$drv" $side > "$sh/bench.sh"
 			rm -rf "${sh:?}/out-$drv-$side"
 			if [ $side = server ]; then

@@ -211,6 +211,13 @@ if [ -s "$report" ]; then
 		if [ "$a" = ok ] && [ "$b" = ok ]; then pass "interop: $t"; else fail "interop: $t (rxe $a, rxe_rs $b)"; fi
 	done < "$report"
 	grep -E '^# .*(frames|ICRC)' "$TOP_DIR/build/interop/b.tap" || true
+	# The first failure of each side, with what its test printed.
+	if awk '$2 != "ok" || $3 != "ok"' "$report" | grep -q .; then
+		grep -E '^link:' "$out/interop.log" || true
+		for side in a b; do
+			grep -m 1 -A 8 '^not ok' "$TOP_DIR/build/interop/$side.tap" | sed "s/^/$side: /" || true
+		done
+	fi
 else
 	tail -n 20 "$out/interop.log"
 	fail "interop: no results"

@@ -18,9 +18,12 @@ mkdir -p /mnt/host
 mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 host /mnt/host
 # The kernel's modules, from the share, without writing into the guest tree.
 kver=$(uname -r)
-mount -t tmpfs tmpfs /lib/modules
-mkdir -p "/lib/modules/$kver"
-mount --bind "/mnt/host/modules/$kver" "/lib/modules/$kver"
+if mount -t tmpfs tmpfs /lib/modules; then
+	mkdir -p "/lib/modules/$kver"
+	mount --bind "/mnt/host/modules/$kver" "/lib/modules/$kver"
+else
+	echo "guest: no /lib/modules in the tree (vm-run.sh makes it): no modules" >&2
+fi
 ulimit -l unlimited
 hostname rxe-guest
 ip link set lo up

@@ -13,9 +13,10 @@ rm -rf "$out"
 mkdir -p "$out"
 prepare_base
 "$TOOLS_DIR/build-module.sh" test >/dev/null
-# The link's two UDP ports on 127.0.0.1 (override if they are taken).
-port_a=${RXE_RS_LINK_PORT:-47011}
-port_b=$((port_a + 1))
+# The link's two UDP ports on 127.0.0.1: the first free pair from 47011 (or
+# RXE_RS_LINK_PORT) on.
+read -r port_a port_b < <(link_ports "${RXE_RS_LINK_PORT:-47011}")
+echo "link: 127.0.0.1 ports $port_a (rxe) and $port_b (rxe_rs)"
 
 stage_start "interop: rxe (a) and rxe_rs (b), two guests"
 pids=()
@@ -23,7 +24,7 @@ for side in a b; do
 	share=$TOP_DIR/build/share-interop-$side
 	mkdir -p "$share"
 	cp "$TOP_DIR/build/test/rxe_rs.ko" "$TOP_DIR/selftests/interop.sh" \
-		"$TOP_DIR/selftests/pcap_icrc.py" "$share/"
+		"$TOP_DIR/selftests/pcap_icrc.py" "$TOP_DIR/selftests/peer_up.py" "$share/"
 	mkdir -p "$share/bin"
 	in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-interop-$side/bin/read_big" \
 		/src/selftests/read_big.c -libverbs
@@ -48,7 +49,7 @@ stage_end
 
 failed=0
 for side in a b; do
-	tr -d '\r' < "$out/$side.console" | grep -E '^(ok|not ok|#|1\.\.)' > "$out/$side.tap" || true
+	tr -d '\r' < "$out/$side.console" | grep -E '^(ok|not ok|#|1\.\.|Bail out!)' > "$out/$side.tap" || true
 done
 echo "test                                  rxe(a)  rxe_rs(b)"
 tests=$(awk '$1 == "ok" { print $3 } $1 == "not" { print $4 }' "$out/a.tap" "$out/b.tap" | awk '!seen[$0]++')
@@ -60,6 +61,10 @@ for t in $tests; do
 done | tee "$out/report.txt"
 grep '^#' "$out/b.tap" | grep -E 'frames|good' || true
 failed=$(awk '$2 != "ok" || $3 != "ok"' "$out/report.txt" | grep -vc '^test' || true)
-[ -s "$out/report.txt" ] || { echo "no results"; exit 1; }
+if [ ! -s "$out/report.txt" ]; then
+	echo "no results; what the guests said:"
+	for side in a b; do tail -n 12 "$out/$side.tap" | sed "s/^/$side: /"; done
+	exit 1
+fi
 echo "interop: $failed test(s) not ok on both sides"
 [ "$failed" = 0 ]

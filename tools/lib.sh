@@ -78,6 +78,32 @@ die() {
 	exit 1
 }
 
+# link_ports FIRST: prints "A B", the first pair of UDP ports A, A+1 on 127.0.0.1 from
+# FIRST on (in steps of two, at most 50 pairs) that nothing has bound, for the two ends
+# of a guests' link (vm-run.sh --link). QEMU binds its end with SO_REUSEADDR, so a
+# stale guest still bound to a port would share it and take the new guest's frames; a
+# plain bind here fails on any port in use.
+link_ports() {
+	python3 -c '
+import socket, sys
+first = int(sys.argv[1])
+for a in range(first, first + 100, 2):
+    socks = []
+    try:
+        for port in (a, a + 1):
+            socks.append(socket.socket(socket.AF_INET, socket.SOCK_DGRAM))
+            socks[-1].bind(("127.0.0.1", port))
+    except OSError:
+        continue
+    finally:
+        for s in socks:
+            s.close()
+    print(a, a + 1)
+    sys.exit(0)
+sys.exit("no free pair of UDP ports on 127.0.0.1 from %d on" % first)
+' "$1"
+}
+
 # Short hash of the contents of files ("-" is standard input), used as cache keys. Only
 # contents count, never paths: a clone elsewhere must find the same cache entries.
 cache_key() {

@@ -46,6 +46,9 @@ if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
 fi
 # Guests may boot concurrently from the same tree: replace the init only when it
 # changed, and by an atomic rename, so that no boot sees a missing or partial file.
+# The init mounts the modules on /lib/modules, which a fresh tree does not have: made
+# here, before any guest boots (a guest that made it would race another through 9p).
+mkdir -p "$root/lib/modules"
 if ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
 	install -m 0755 "$TOOLS_DIR/guest-init.sh" "$root/sbin/.rxe-rs-guest-init.$$"
 	mv -f "$root/sbin/.rxe-rs-guest-init.$$" "$root/sbin/rxe-rs-guest-init"
