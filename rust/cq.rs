@@ -15,9 +15,9 @@
 //! `destroy_cq` cannot fail here. Process-context callbacks: create, resize, destroy.
 //! `req_notify_cq` and `poll_cq` may be called in atomic context.
 //!
-//! `poll_cq` serves kernel consumers only (processes poll their ring themselves), and
-//! kernel CQs are filled by kernel QPs, which this layer does not offer yet: it reports
-//! an empty CQ.
+//! `poll_cq` serves kernel consumers only (processes poll their ring themselves): the
+//! driver hands out its completions through the consumer's array of `struct ib_wc`
+//! ([`WcOut`](super::wr::WcOut)).
 
 use super::{
     bindings,

@@ -26,9 +26,9 @@
 //! context and may sleep, except the data-path ones (`req_notify_cq`, `poll_cq` and the post
 //! calls), which may be called in atomic context.
 //!
-//! The verbs this layer does not offer yet are still in the ops table, because ib_core
-//! refuses to register a device without them (`ib_device_check_mandatory()`); they fail
-//! with `EOPNOTSUPP`.
+//! ib_core refuses to register a device that lacks one of the verbs
+//! `ib_device_check_mandatory()` lists; [`Driver`] requires each of them, and the ops
+//! table has every verb this layer offers.
 
 use super::{
     ah::{self, Ah},

@@ -4,8 +4,9 @@
 //!
 //! An ACK for PSN `p` completes, oldest first, every WQE whose last PSN is `p` or
 //! before, up to the first RDMA READ or atomic: those complete only with their own
-//! responses, whose data (or original value) goes into the WQE's buffers, in order. A sequence NAK for `p` completes what is before `p` and sends the rest again
-//! from the WQE holding `p` (go-back-N). An RNR NAK does the same once the responder
+//! responses, whose data (or original value) goes into the WQE's buffers, in order. A
+//! sequence NAK for `p` completes what is before `p` and sends the rest again from the
+//! WQE holding `p` (go-back-N). An RNR NAK does the same once the responder
 //! had time to post receives, while `rnr_retry` allows; the other NAKs end the oldest
 //! WQE with the error they name and move the QP to the error state. Responses for PSNs
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are

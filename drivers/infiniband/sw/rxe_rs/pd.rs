@@ -2,9 +2,9 @@
 
 //! Protection domains.
 //!
-//! A PD holds nothing of its own yet: it is the scope objects are created in, and ib_core
-//! counts its users and refuses to free it while there are any. Each PD counts against
-//! the device's `max_pd`.
+//! A PD holds nothing but its charge against the device's `max_pd`: it is the scope
+//! objects are created in, which each check that what they name shares theirs, and
+//! ib_core counts its users and refuses to free it while there are any.
 
 use crate::param::Charge;
 

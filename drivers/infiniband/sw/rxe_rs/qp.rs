@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Queue pairs: creation with their hardware queues, the state machine, query, destroy.
+//! Queue pairs: create, modify, query and destroy, posting, and the runs of the data path.
 //!
 //! A process's QP has a send ring and, unless it takes receives from an SRQ, a receive
 //! ring, both produced into by librxe and consumed by the device, in rxe's slot formats
@@ -11,8 +11,17 @@
 //! the IB state machine (`ib_modify_qp_is_ok()`, required and allowed attributes per
 //! transition and QP type), then each attribute's range. Entering the error state
 //! flushes every outstanding work request with a `WR_FLUSH_ERR` completion; so does a
-//! doorbell in the error state, for work posted after it. Nothing moves data yet: a
-//! doorbell in RTS fails with `EOPNOTSUPP` and leaves the work in the ring.
+//! doorbell in the error state, for work posted after it.
+//!
+//! The data path runs under the QP's lock one step at a time and sends each packet once
+//! the lock is released, in three places: the requester ([`RxeQp::run_requester`], steps
+//! in `req`) when the process rings the doorbell or a kernel consumer posts; the
+//! responder and the completer ([`RxeQp::receive`], `resp` and `comp`) in the context a
+//! packet arrives in; and the QP's work item (the [`TaskRun`] of [`QpShared`]), which
+//! goes on with what a run left at its budget ([`param::RUN_BUDGET`]) or at a full
+//! loopback queue, sends the READ responses and atomic acknowledgements that wait
+//! ([`RxeQp::run_responder`]), runs the retry and RNR timers, and resumes work that
+//! waited for the pages of an on-demand MR.
 //!
 //! Destroy marks the QP dead under its lock, unpublishes its number, and drops its rings
 //! and references: outstanding work is never processed and never completes, and events

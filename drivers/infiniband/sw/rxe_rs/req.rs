@@ -9,12 +9,17 @@
 //! must belong to the QP's PD.
 //!
 //! Datagram (UD) sends are one packet per WQE, completed as soon as the packet is built.
-//! Connected QPs (RC, UC) send SENDs and RDMA WRITEs, with or without immediate data,
-//! cut into packets of the path MTU. What is decided about a WQE when it is started (its
-//! opcode, length and PSN range) is kept in the QP's own memory ([`SentWqe`]); the ring
-//! slot is read again, and checked again against that record, for every packet, so a
-//! WQE can be sent again from its start when the responder asks for it (go-back-N) and
-//! a process that rewrites a slot in flight only garbles its own data. A UC WQE
+//! Connected QPs (RC, UC) send SENDs (with immediate data or an rkey to invalidate) and
+//! RDMA WRITEs (with immediate data), cut into packets of the path MTU; RC QPs also RDMA
+//! READs, atomics (compare-and-swap, fetch-and-add), ATOMIC WRITEs and FLUSHes, whose
+//! responses the completer places (see `comp`). Local operations (LOCAL_INV, REG_MR,
+//! BIND_MW) are carried out in the run that reaches them, with no packet.
+//!
+//! What is decided about a WQE when it is started (its opcode, length and PSN range) is
+//! kept in the QP's own memory ([`SentWqe`]); the ring slot is read again, and checked
+//! again against that record, for every packet, so a WQE can be sent again from its
+//! start when the responder asks for it (go-back-N) and a process that rewrites a slot
+//! in flight only garbles its own data. A UC WQE
 //! completes when its last packet is built; an RC WQE stays in the ring until the
 //! responder acknowledges its last PSN (see `comp`).
 //!

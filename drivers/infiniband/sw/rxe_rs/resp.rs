@@ -12,13 +12,18 @@
 //! (for IPv4, 20 zero bytes then the IPv4 header, as rxe writes it) followed by the
 //! payload. A datagram with no receive WQE posted is dropped, as the transport says.
 //!
-//! Connected QPs take SENDs and RDMA WRITEs (with immediate data) in PSN order. On RC a
+//! Connected QPs take SENDs (with immediate data or an rkey to invalidate) and RDMA
+//! WRITEs (with immediate data) in PSN order; RC QPs also RDMA READs, atomics, ATOMIC
+//! WRITEs and FLUSHes, each kept as a responder resource whose answer (READ responses,
+//! an atomic acknowledgement with the original value) waits in PSN order for
+//! [`RxeQp::run_responder`] and is sent again when the request comes again. On RC a
 //! packet ahead of the expected PSN is answered once with a sequence NAK (the requester
-//! goes back), a duplicate is acknowledged again and otherwise ignored, a SEND with no
-//! receive WQE posted gets an RNR NAK, a bad R_Key or range a remote access NAK and an
-//! opcode out of sequence or one the QP's access flags do not allow an invalid
-//! request NAK (both move the QP to the error state); every packet that asks for it is acknowledged with the MSN. On UC a
-//! message that loses a packet, or finds no receive WQE, is dropped whole.
+//! goes back), a duplicate is acknowledged or answered again and otherwise ignored, a
+//! SEND with no receive WQE posted gets an RNR NAK, a bad R_Key or range a remote access
+//! NAK and an opcode out of sequence or one the QP's access flags do not allow an
+//! invalid request NAK (both move the QP to the error state); every packet that asks
+//! for it is acknowledged with the MSN. On UC a message that loses a packet, or finds no
+//! receive WQE, is dropped whole.
 
 use crate::cq::{
     wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
