@@ -38,18 +38,31 @@ esac
 
 devices() { rdma link show 2>/dev/null | awk '{print $2}' | cut -d/ -f1; }
 add() { rdma link add "$1" type "$DRIVER" netdev "$2"; }
-del_all() { for d in $(devices); do rdma link delete "$d"; done; }
+# Deletes every RDMA device, with no process started when there is none: on the debug
+# kernel each process costs seconds, and `run` calls this after every test.
+del_all() {
+	for d in /sys/class/infiniband/*; do
+		[ -e "$d" ] && rdma link delete "${d##*/}"
+	done
+}
 # Waits (bounded) until a command succeeds.
 wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 50 ] && return 1; sleep 0.2; done; }
 port_state() { ibv_devinfo -d "$DEV" | grep -q "state:.*$1"; }
+# The port is ACTIVE, read from sysfs (what with_dev waits for, without a process).
+port_active() { local st; read -r st < "/sys/class/infiniband/$DEV/ports/1/state" && [ "$st" = "4: ACTIVE" ]; }
+# Seconds since boot in hundredths into $run_now, from shell builtins alone (/proc/uptime
+# has two decimals).
+uptime_cs() { read -r run_now _ < /proc/uptime; run_now=${run_now%.*}${run_now#*.}; }
 no_device() { [ -z "$(devices)" ]; }
+
+# ONLY=regex runs just the matching tests (for working on one or at length); EXCEPT=regex
+# leaves the matching ones out. Both are applied here, once, to this script's own list.
+selected=$(awk '$1 == "run" { print $2 }' "$0" | grep -E "${ONLY:-.}" | grep -vE "${EXCEPT:-^$}" |
+	tr '\n' ' ')
 
 # run NAME FUNCTION: one TAP line; exit status 4 of the function means skip.
 run() {
-	# ONLY=regex runs just the matching tests (for working on one or at length).
-	if [ -n "${ONLY:-}" ] && ! echo "$1" | grep -qE "$ONLY"; then return; fi
-	# EXCEPT=regex leaves the matching tests out.
-	if [ -n "${EXCEPT:-}" ] && echo "$1" | grep -qE "$EXCEPT"; then return; fi
+	case " $selected " in *" $1 "*) ;; *) return ;; esac
 	tap_n=$((tap_n + 1))
 	# AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering them still:
 	# tools/check.sh goes on this way in a new boot after a test hung the guest.
@@ -57,10 +70,20 @@ run() {
 		[ "$1" = "$AFTER" ] && AFTER=
 		return
 	fi
+	uptime_cs; run_t0=$run_now
+	# DEADLINE=S (seconds after boot): a test that would start later is not run and fails
+	# as such, so that a guest too slow for its time still ends with its verdicts.
+	if [ -n "${DEADLINE:-}" ] && [ $((run_t0 / 100)) -ge "$DEADLINE" ]; then
+		echo "not ok $tap_n $1 # not started: DEADLINE ($DEADLINE s after boot) passed"
+		return
+	fi
 	# Which test was running, should the guest hang or die in it.
 	echo "# start $tap_n $1"
 	"$2" > /tmp/test.log 2>&1
 	rc=$?
+	# How long it took, for finding where a slow guest's time goes.
+	uptime_cs; run_t0=$((run_now - run_t0))
+	echo "# time $tap_n $1 $((run_t0 / 100)).$((run_t0 / 10 % 10)) s"
 	if [ $rc = 0 ]; then
 		echo "ok $tap_n $1"
 		# VERBOSE=1 shows what passing tests printed too.
@@ -71,14 +94,16 @@ run() {
 		echo "not ok $tap_n $1"
 		sed 's/^/#   /' /tmp/test.log
 	fi
+	# What a test may leave behind, each looked for first (see del_all).
 	del_all >/dev/null 2>&1
-	ip link del tveth0 >/dev/null 2>&1
-	ip netns del tpeer >/dev/null 2>&1
-	ip netns del tns >/dev/null 2>&1
-	ip link set eth0 up
+	[ -e /sys/class/net/tveth0 ] && ip link del tveth0 >/dev/null 2>&1
+	[ -e /var/run/netns/tpeer ] && ip netns del tpeer >/dev/null 2>&1
+	[ -e /var/run/netns/tns ] && ip netns del tns >/dev/null 2>&1
+	read -r fl 2>/dev/null < /sys/class/net/eth0/flags
+	[ $((fl & 1)) = 1 ] || ip link set eth0 up
 }
 
-with_dev() { add "$DEV" eth0 || return 1; wait_for port_state PORT_ACTIVE || { echo "port not active"; return 1; }; }
+with_dev() { add "$DEV" eth0 || return 1; wait_for port_active || { echo "port not active"; return 1; }; }
 
 t_link_add() { with_dev && rdma link show "$DEV/1" && [ "$(devices)" = "$DEV" ]; }
 t_ibv_devices() { with_dev && ibv_devices | grep -qw "$DEV"; }

@@ -119,6 +119,13 @@ tap_of() {
 	tr -d '\r' < "$1" | grep -E '^(not )?ok [0-9]+ |^Bail out!' || true
 }
 
+# The five tests that took longest in a guest's console (guest-tests.sh's `# time` lines),
+# on one line: where a guest's time goes when it comes near its timeout.
+slowest() {
+	tr -d '\r' < "$1" | awk '$1 == "#" && $2 == "time" { print $5, $4 }' | sort -rn |
+		head -n 5 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : "slowest tests: "), $2, $1 } END { if (NR) print "" }'
+}
+
 # Boots the guest per driver and collects TAP. A test that hangs or kills the guest is
 # recorded as `not ok N NAME # HUNG`, and the run goes on after it in a new boot (three
 # boots at most); the consoles of all boots end up in build/check/DRIVER.console.
@@ -152,6 +159,7 @@ for drv in rxe rxe_rs; do
 		after=${hung#* }
 	done
 	rm -f "$out/$drv.boot"
+	slowest "$out/$drv.console"
 	[ -s "$out/$drv.tap" ] || { tail -n 40 "$out/$drv.console"; fail "guest run on $drv produced no results"; }
 	stage_end
 done
@@ -259,6 +267,7 @@ elif [ -n "$debug_pid" ]; then
 	echo "the debug guest ran for $(($(date +%s) - debug_t0))s (alongside the stages above)"
 	share=$TOP_DIR/build/share-debug
 	tap_of "$out/debug.console" > "$out/debug.tap"
+	slowest "$out/debug.console"
 	[ $rc = 0 ] && pass "debug: guest ran to completion" || fail "debug: guest exited with $rc"
 	n_ok=$(grep -c '^ok' "$out/debug.tap" || true)
 	echo "debug: selftests on rxe_rs: $n_ok ok"
