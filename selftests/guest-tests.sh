@@ -62,19 +62,26 @@ selected=$(awk '$1 == "run" { print $2 }' "$0" | grep -E "${ONLY:-.}" | grep -vE
 
 # run NAME FUNCTION: one TAP line; exit status 4 of the function means skip.
 run() {
-	case " $selected " in *" $1 "*) ;; *) return ;; esac
-	tap_n=$((tap_n + 1))
-	# AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering them still:
-	# tools/check.sh goes on this way in a new boot after a test hung the guest.
+	local before_after=
+	# UNTIL=NAME runs the tests up to NAME and NAME itself (make check's first debug
+	# guest); AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering them
+	# still (make check's second debug guest, and a new boot after a test hung the
+	# guest). Both hold whether NAME is selected or not.
+	[ -z "${until_passed:-}" ] || return
+	[ "$1" = "${UNTIL:-}" ] && until_passed=1
 	if [ -n "${AFTER:-}" ]; then
 		[ "$1" = "$AFTER" ] && AFTER=
-		return
+		before_after=1
 	fi
+	case " $selected " in *" $1 "*) ;; *) return ;; esac
+	tap_n=$((tap_n + 1))
+	[ -z "$before_after" ] || return
 	uptime_cs; run_t0=$run_now
-	# DEADLINE=S (seconds after boot): a test that would start later is not run and fails
-	# as such, so that a guest too slow for its time still ends with its verdicts.
+	# DEADLINE=S (seconds after boot): a test that would start later is not run and skips
+	# as such, so that a guest too slow for its time still ends with its verdicts (make
+	# check names the tests it left out).
 	if [ -n "${DEADLINE:-}" ] && [ $((run_t0 / 100)) -ge "$DEADLINE" ]; then
-		echo "not ok $tap_n $1 # not started: DEADLINE ($DEADLINE s after boot) passed"
+		echo "ok $tap_n $1 # SKIP not started: DEADLINE ($DEADLINE s after boot) passed"
 		return
 	fi
 	# Which test was running, should the guest hang or die in it.

@@ -133,10 +133,24 @@ static int check_cq_notify(struct ibv_context *ctx)
 	return 0;
 }
 
+/* The count the environment variable `name` gives, within 1..max; `max` if it is unset. */
+static int env_count(const char *name, int max)
+{
+	const char *v = getenv(name);
+	int n = v ? atoi(v) : max;
+
+	return n < 1 ? 1 : n > max ? max : n;
+}
+
+/*
+ * CQs created and destroyed in three rounds: CQ_MANY (1000 unless told; the debug
+ * kernel's run sets fewer) of sizes 1 to 64 each round.
+ */
 static int check_cq_many(struct ibv_context *ctx)
 {
-	enum { N = 1000 };
-	static struct ibv_cq *cqs[N];
+	enum { MAX = 1000 };
+	static struct ibv_cq *cqs[MAX];
+	int N = env_count("CQ_MANY", MAX);
 
 	for (int round = 0; round < 3; round++) {
 		for (int i = 0; i < N; i++)
@@ -897,11 +911,12 @@ static int check_qp_event_ack(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
-/* Many QPs of every type, created and destroyed in rounds. */
+/* QP_MANY QPs (300 unless told) of every type, created and destroyed in three rounds. */
 static int check_qp_many(struct ibv_context *ctx)
 {
-	enum { N = 300 };
-	static struct ibv_qp *qps[N];
+	enum { MAX = 300 };
+	static struct ibv_qp *qps[MAX];
+	int N = env_count("QP_MANY", MAX);
 	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
 	struct qp_env e;
 
