@@ -48,10 +48,10 @@ del_all() {
 # Seconds since boot in hundredths into $run_now, from shell builtins alone (/proc/uptime
 # has two decimals).
 uptime_cs() { read -r run_now _ < /proc/uptime; run_now=${run_now%.*}${run_now#*.}; }
-# Waits until a command succeeds, for at most WAIT_S seconds (10; the debug kernel's run
+# Waits until a command succeeds, for at most WAIT_S seconds (20; the debug kernel's run
 # sets more). Bounded in time, not in tries: where starting a process takes seconds,
 # fifty tries of a command took ten minutes, and kept the CPU from the process waited for.
-WAIT_S=${WAIT_S:-10}
+WAIT_S=${WAIT_S:-20}
 wait_for() {
 	local end
 	uptime_cs; end=$((run_now + WAIT_S * 100))
