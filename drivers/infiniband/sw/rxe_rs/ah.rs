@@ -8,10 +8,10 @@
 //! whole address into every work request). Kernel consumers may create and destroy AHs
 //! in atomic context, so nothing here sleeps on that path.
 
-use crate::device::RxeRs;
 use crate::ib::{cq::UserCall, pd::PdId, qp::AddressVector};
 use crate::param::{Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
+use crate::RxeRs;
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
 /// The lowest and one above the highest AH number.

@@ -14,7 +14,7 @@
 
 use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
 use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
-use crate::device::{RxeDev, RxeRs};
+use crate::device::RxeDev;
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -26,6 +26,7 @@ use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, sca
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
 use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
+use crate::RxeRs;
 use kernel::sync::Arc;
 
 /// What the requester should do after a response was taken.

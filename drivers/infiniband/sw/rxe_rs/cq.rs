@@ -31,8 +31,8 @@ use crate::ib::{
     wr::{Wc, WcOut, WcQp},
 };
 use crate::{
-    device::RxeRs,
     param::{self, Charge, Quota},
+    RxeRs,
 };
 use kernel::{prelude::*, sync::Arc};
 

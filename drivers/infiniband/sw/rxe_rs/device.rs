@@ -32,7 +32,7 @@ use crate::ib::{
     skb::{Skb, SkbList},
     sync::{new_spinlock_irq, SpinLockIrq},
 };
-use crate::param::{self, Quota};
+use crate::param::{self, Quota, PORT};
 use crate::recv::{Recv, Source};
 use crate::stats::{Counter, Counters};
 use crate::{
@@ -45,6 +45,7 @@ use crate::{
     qp::{qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
     ucontext::RxeUcontext,
+    RxeRs,
 };
 use kernel::{
     c_str,
@@ -55,12 +56,6 @@ use kernel::{
         Arc,
     },
 };
-
-/// The one port of a device.
-pub(crate) const PORT: u32 = 1;
-
-/// The driver: the verbs of an rxe_rs device.
-pub(crate) struct RxeRs;
 
 /// Packets the device sent to itself, waiting to be received.
 #[pin_data]

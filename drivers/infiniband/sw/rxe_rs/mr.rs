@@ -24,7 +24,7 @@
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
 use crate::cq::WC_LOC_PROT_ERR;
-use crate::device::{RxeDev, RxeRs};
+use crate::device::RxeDev;
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
 use crate::ib::{
     cq::UserCall,
@@ -37,6 +37,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
+use crate::RxeRs;
 use kernel::{
     prelude::*,
     sync::{

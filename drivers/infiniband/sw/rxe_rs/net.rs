@@ -6,11 +6,12 @@
 //! `query_port` reads the state from the netdev. What is ours: a netdev that goes away
 //! takes its RDMA device with it, and a new MTU changes the active path MTU.
 
-use crate::device::{RxeDev, RxeRs};
+use crate::device::RxeDev;
 use crate::ib::{
     device::Device,
     netdev::{NetDevice, NetdevEvent, NetdevEvents},
 };
+use crate::RxeRs;
 
 /// The handler of netdev events.
 pub(crate) struct NetEvents;

@@ -45,6 +45,8 @@ pub(crate) const MAX_PKEYS: u16 = 64;
 pub(crate) const LOCAL_CA_ACK_DELAY: u8 = 15;
 pub(crate) const MAX_UCONTEXT: u32 = DEFAULT_MAX;
 
+/// The one port of a device.
+pub(crate) const PORT: u32 = 1;
 pub(crate) const PORT_GID_TBL_LEN: u32 = 1024;
 pub(crate) const PORT_PKEY_TBL_LEN: u16 = 1;
 pub(crate) const PORT_MAX_MSG_SZ: u32 = 1 << 31;

@@ -29,7 +29,7 @@
 
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
-use crate::device::{Owed, RxeDev, RxeRs, LOOP_BACKLOG};
+use crate::device::{Owed, RxeDev, LOOP_BACKLOG};
 use crate::fault::{FaultSlot, FaultWaiter};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
@@ -55,6 +55,7 @@ use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
+use crate::RxeRs;
 use kernel::{
     cpu::CpuId,
     new_spinlock,
@@ -511,7 +512,7 @@ pub(crate) fn check_av(av: &AddressVector) -> Result {
     if !av.has_grh
         || u32::from(av.sgid_index) >= param::PORT_GID_TBL_LEN
         || !matches!(av.network, Some(NetworkType::Ipv4 | NetworkType::Ipv6))
-        || av.port_num != crate::device::PORT
+        || av.port_num != crate::param::PORT
     {
         return Err(EINVAL);
     }
@@ -601,7 +602,7 @@ impl RxeQp {
             inner <- new_spinlock_irq!(QpInner {
                 state: QpState::Reset,
                 attrs: Attrs {
-                    port_num: crate::device::PORT,
+                    port_num: crate::param::PORT,
                     ..Default::default()
                 },
                 sq,
@@ -678,7 +679,7 @@ impl RxeQp {
         if a.cap.is_some() {
             return Err(EINVAL);
         }
-        if a.port_num.is_some_and(|p| p != crate::device::PORT)
+        if a.port_num.is_some_and(|p| p != crate::param::PORT)
             || a.pkey_index.is_some_and(|i| i >= param::PORT_PKEY_TBL_LEN)
             || a.timeout.is_some_and(|t| t > 31)
             || a.retry_cnt.is_some_and(|r| r > 7)
@@ -701,7 +702,7 @@ impl RxeQp {
         }
         if let Some((av, port, pkey, timeout)) = &a.alt_path {
             check_av(av)?;
-            if *port != crate::device::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
+            if *port != crate::param::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
                 return Err(EINVAL);
             }
         }

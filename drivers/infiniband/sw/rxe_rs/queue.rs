@@ -14,7 +14,6 @@
 //! scribble on.
 
 use crate::cq::{Completion, CqHandle, WC_WR_FLUSH_ERR};
-use crate::device::RxeRs;
 use crate::ib::{
     cq::UserCall,
     mmap::UserMap,
@@ -24,6 +23,7 @@ use crate::ib::{
 };
 use crate::param;
 use crate::srq::{RECV_WQE_HDR, SGE_LEN};
+use crate::RxeRs;
 use kernel::prelude::*;
 
 /// librxe's `struct mminfo` for a ring offered to it: where to map it and how much.

@@ -10,13 +10,13 @@
 //! its BTH names takes it (see `qp::RxeQp::receive`), under its lock; what the QP sends
 //! in answer leaves after the lock is released.
 
-use crate::device::RxeRs;
 use crate::ib::{device::Device, skb::Skb, udp::Receiver};
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
 use crate::param;
 use crate::qp::RxeQp;
 use crate::roce::{icrc, packet::Packet};
 use crate::stats::Counter;
+use crate::RxeRs;
 
 /// The bits of a P_Key that name the partition (the top bit is the membership).
 const PKEY_MASK: u16 = 0x7fff;

@@ -27,7 +27,7 @@
 //! error state, which flushes the rest.
 
 use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
-use crate::device::{RxeDev, RxeRs, LOOP_BACKLOG};
+use crate::device::{RxeDev, LOOP_BACKLOG};
 use crate::ib::task::Task;
 use crate::ib::{
     device::Device,
@@ -43,6 +43,7 @@ use crate::roce::{
 };
 use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
+use crate::RxeRs;
 use kernel::{prelude::*, sync::Arc};
 
 /// How many PSNs may be sent and not yet acknowledged (rxe allows as many). With 256,

@@ -29,7 +29,7 @@ use crate::cq::{
     wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
     WC_REM_INV_REQ_ERR, WC_SUCCESS,
 };
-use crate::device::{RxeDev, RxeRs, PORT};
+use crate::device::RxeDev;
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
 use crate::ib::{
@@ -37,6 +37,7 @@ use crate::ib::{
     qp::{QpEvent, QpState, QpType},
 };
 use crate::mr::{self, need, AccessError, Fault};
+use crate::param::PORT;
 use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
@@ -47,6 +48,7 @@ use crate::roce::{
 };
 use crate::stats::Counter;
 use crate::xmit::{self, BuildError, Outgoing};
+use crate::RxeRs;
 use kernel::{prelude::*, sync::Arc};
 
 /// The syndrome of a plain ACK: the credit field says "no credits counted" (as rxe).

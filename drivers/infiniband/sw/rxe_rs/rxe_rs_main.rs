@@ -7,9 +7,10 @@
 //! and its rxe provider run unchanged on it. Devices are made with
 //! `rdma link add NAME type rxe_rs netdev DEV`.
 //!
-//! This crate root holds the module; the concept files beside it are the driver, and
-//! `rust/` (loaded as [`ib`]) is the abstraction layer over ib_core, the only place with
-//! `unsafe` code.
+//! This crate root holds the module and the driver's type ([`RxeRs`], whose verbs
+//! `device.rs` implements); the concept files beside it are the driver, and `rust/`
+//! (loaded as [`ib`]) is the abstraction layer over ib_core, the only place with `unsafe`
+//! code.
 
 #![deny(unsafe_code)]
 
@@ -51,6 +52,9 @@ module! {
     license: "GPL",
     alias: ["rdma-link-rxe_rs"],
 }
+
+/// The driver: the verbs of an rxe_rs device.
+pub(crate) struct RxeRs;
 
 /// The loaded module: the link type, the claim on all devices, the netdev notifier and
 /// the RoCE v2 sockets.

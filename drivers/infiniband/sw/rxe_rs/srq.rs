@@ -13,7 +13,6 @@
 //! not into the response. The posted receives move to the start of the new ring; librxe
 //! holds its own lock across the resize, so it posts nothing meanwhile.
 
-use crate::device::RxeRs;
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
@@ -25,6 +24,7 @@ use crate::ib::{
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
 use crate::wqe::{Malformed, RecvWqe, MAX_RECV_WQE};
+use crate::RxeRs;
 use kernel::{
     prelude::*,
     sync::{

@@ -18,7 +18,6 @@
 //! packet from the network (see `RxeDev::loopback`). rxe does the same; traffic between
 //! two devices on one host goes through the IP stack.
 
-use crate::device::RxeRs;
 use crate::ib::{
     device::Device,
     netdev::NetDevice,
@@ -30,6 +29,7 @@ use crate::roce::{
     headers::Bth,
 };
 use crate::stats::Counter;
+use crate::RxeRs;
 use kernel::prelude::*;
 
 /// Where a built packet goes.
