@@ -7,9 +7,15 @@
 //! are 1 to 32767, never 0 (librxe takes 0 to mean "no number": it would then copy the
 //! whole address into every work request). Kernel consumers may create and destroy AHs
 //! in atomic context, so nothing here sleeps on that path.
+//!
+//! [`check_av`] checks an address vector, an AH's and a QP's alike.
 
-use crate::ib::{cq::UserCall, pd::PdId, qp::AddressVector};
-use crate::param::{Charge, Quota};
+use crate::ib::{
+    cq::UserCall,
+    pd::PdId,
+    qp::{AddressVector, NetworkType},
+};
+use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
 use crate::RxeRs;
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
@@ -58,6 +64,19 @@ pub(crate) struct RxeAh {
     _charge: Charge,
 }
 
+/// Checks an address vector (of a QP or an AH): RoCE needs a GRH with a RoCE v2 source
+/// GID.
+pub(crate) fn check_av(av: &AddressVector) -> Result {
+    if !av.has_grh
+        || u32::from(av.sgid_index) >= param::PORT_GID_TBL_LEN
+        || !matches!(av.network, Some(NetworkType::Ipv4 | NetworkType::Ipv6))
+        || av.port_num != crate::param::PORT
+    {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
 impl RxeAh {
     pub(crate) fn create(
         ahs: &Arc<Quota>,
@@ -66,7 +85,7 @@ impl RxeAh {
         may_sleep: bool,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<Self> {
-        crate::qp::check_av(av)?;
+        check_av(av)?;
         let gfp: Flags = if may_sleep { GFP_KERNEL } else { GFP_ATOMIC };
         let charge = Quota::charge(ahs)?;
         let shared = Arc::new(

@@ -27,6 +27,7 @@
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
+use crate::ah::check_av;
 use crate::comp::After;
 use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
 use crate::device::{Owed, RxeDev, LOOP_BACKLOG};
@@ -38,8 +39,8 @@ use crate::ib::{
     netdev::NetDevice,
     pd::PdId,
     qp::{
-        transition_ok, AddressVector, NetworkType, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent,
-        QpEvents, QpInit, QpState, QpType,
+        transition_ok, AddressVector, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents,
+        QpInit, QpState, QpType,
     },
     skb::RouteCache,
     task::{Task, TaskRun, Workqueue},
@@ -501,19 +502,6 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
         return Err(EINVAL);
     }
     if !has_srq && (cap.max_recv_wr > param::MAX_QP_WR || cap.max_recv_sge > param::MAX_SGE) {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
-
-/// Checks an address vector (of a QP or an AH): RoCE needs a GRH with a RoCE v2 source
-/// GID.
-pub(crate) fn check_av(av: &AddressVector) -> Result {
-    if !av.has_grh
-        || u32::from(av.sgid_index) >= param::PORT_GID_TBL_LEN
-        || !matches!(av.network, Some(NetworkType::Ipv4 | NetworkType::Ipv6))
-        || av.port_num != crate::param::PORT
-    {
         return Err(EINVAL);
     }
     Ok(())
