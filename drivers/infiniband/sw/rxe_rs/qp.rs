@@ -52,10 +52,10 @@ use crate::queue::WqeRing;
 use crate::req::{ReqState, Step};
 use crate::resp::{Msg, Next, RespState};
 use crate::roce::{opcode::flag, packet::Packet};
-use crate::srq::{SrqHandle, RECV_WQE_HDR, SGE_LEN};
+use crate::srq::SrqHandle;
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
-use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR};
+use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{
     cpu::CpuId,

@@ -22,7 +22,7 @@ use crate::ib::{
     wr::{RecvWr, WcQp},
 };
 use crate::param;
-use crate::srq::{RECV_WQE_HDR, SGE_LEN};
+use crate::wqe::{RECV_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::prelude::*;
 

@@ -23,7 +23,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
-use crate::wqe::{Malformed, RecvWqe, MAX_RECV_WQE};
+use crate::wqe::{Malformed, RecvWqe, MAX_RECV_WQE, RECV_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{
     prelude::*,
@@ -33,11 +33,6 @@ use kernel::{
     },
     uaccess::{UserPtr, UserSlice},
 };
-
-/// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
-pub(crate) const RECV_WQE_HDR: usize = 40;
-/// Bytes of one SGE (`struct rxe_sge`).
-pub(crate) const SGE_LEN: u32 = 16;
 
 /// SRQ numbers (reported to librxe, used by nothing else for a basic SRQ) start here,
 /// as rxe's do, and wrap below 2^20.

@@ -11,7 +11,11 @@
 use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR};
 use crate::mr::Bind;
 use crate::param;
-use crate::srq::{RECV_WQE_HDR, SGE_LEN};
+
+/// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
+pub(crate) const RECV_WQE_HDR: usize = 40;
+/// Bytes of one SGE (`struct rxe_sge`).
+pub(crate) const SGE_LEN: u32 = 16;
 
 /// Bytes of a send WQE before its SGEs or inline data.
 pub(crate) const SEND_WQE_HDR: usize = 208;
