@@ -12,8 +12,6 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
-use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
-use crate::cq::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::device::RxeDev;
 use crate::ib::{
     device::Device,
@@ -25,6 +23,8 @@ use crate::qp::{OdpWait, QpInner, QpShared, RxeQp};
 use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
+use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
+use crate::wc::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::sync::Arc;

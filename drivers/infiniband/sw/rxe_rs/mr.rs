@@ -23,7 +23,6 @@
 //! any QP of its PD, a type 2 one only to the QP it was bound through, until it is
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
-use crate::cq::WC_LOC_PROT_ERR;
 use crate::device::RxeDev;
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
 use crate::ib::{
@@ -37,6 +36,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
+use crate::wc::WC_LOC_PROT_ERR;
 use crate::RxeRs;
 use kernel::{
     prelude::*,

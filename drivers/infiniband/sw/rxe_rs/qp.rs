@@ -29,7 +29,7 @@
 
 use crate::ah::check_av;
 use crate::comp::After;
-use crate::cq::{Completion, CqHandle, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
+use crate::cq::CqHandle;
 use crate::device::{Owed, RxeDev, LOOP_BACKLOG};
 use crate::fault::{FaultSlot, FaultWaiter};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
@@ -55,6 +55,7 @@ use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
+use crate::wc::{Completion, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{

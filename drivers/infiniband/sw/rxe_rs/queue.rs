@@ -13,7 +13,7 @@
 //! is copied out before it is looked at, since librxe's memory is the process's to
 //! scribble on.
 
-use crate::cq::{Completion, CqHandle, WC_WR_FLUSH_ERR};
+use crate::cq::CqHandle;
 use crate::ib::{
     cq::UserCall,
     mmap::UserMap,
@@ -22,6 +22,7 @@ use crate::ib::{
     wr::{RecvWr, WcQp},
 };
 use crate::param;
+use crate::wc::{Completion, WC_WR_FLUSH_ERR};
 use crate::wqe::{RECV_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::prelude::*;

@@ -26,7 +26,6 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
-use crate::cq::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
 use crate::device::{RxeDev, LOOP_BACKLOG};
 use crate::ib::task::Task;
 use crate::ib::{
@@ -41,6 +40,7 @@ use crate::roce::{
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
     psn,
 };
+use crate::wc::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
 use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;

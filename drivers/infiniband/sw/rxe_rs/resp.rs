@@ -25,10 +25,6 @@
 //! for it is acknowledged with the MSN. On UC a message that loses a packet, or finds no
 //! receive WQE, is dropped whole.
 
-use crate::cq::{
-    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
-    WC_REM_INV_REQ_ERR, WC_SUCCESS,
-};
 use crate::device::RxeDev;
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
@@ -47,6 +43,10 @@ use crate::roce::{
     psn::{self, PSN_MASK},
 };
 use crate::stats::Counter;
+use crate::wc::{
+    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
+    WC_REM_INV_REQ_ERR, WC_SUCCESS,
+};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
 use kernel::{prelude::*, sync::Arc};

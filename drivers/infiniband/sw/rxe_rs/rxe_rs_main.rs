@@ -39,6 +39,7 @@ mod srq;
 mod stats;
 mod table;
 mod ucontext;
+mod wc;
 mod wqe;
 mod xmit;
 

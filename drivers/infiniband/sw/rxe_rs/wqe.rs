@@ -8,9 +8,9 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
-use crate::cq::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR};
 use crate::mr::Bind;
 use crate::param;
+use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR};
 
 /// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
 pub(crate) const RECV_WQE_HDR: usize = 40;
