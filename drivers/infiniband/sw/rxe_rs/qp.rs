@@ -1131,8 +1131,8 @@ impl RxeQp {
         // connected from.
         if matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
             let av = &inner.attrs.av;
-            let peer =
-                crate::recv::ip_gids(ip).is_some_and(|(src, dst)| src == av.dgid && dst == av.sgid);
+            let peer = crate::roce::frame::ip_gids(ip)
+                .is_some_and(|(src, dst)| src == av.dgid && dst == av.sgid);
             if !peer {
                 return false;
             }

@@ -14,7 +14,7 @@ use crate::ib::{device::Device, skb::Skb, udp::Receiver};
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
 use crate::param;
 use crate::qp::RxeQp;
-use crate::roce::{icrc, packet::Packet};
+use crate::roce::{frame::ip_gids, icrc, packet::Packet};
 use crate::stats::Counter;
 use crate::RxeRs;
 
@@ -121,28 +121,6 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
         counters.inc(Counter::QpDropped);
         counters.inc(Counter::Dropped);
     }
-}
-
-/// The source and destination GIDs of a checked packet's IP header (`ip`, a plain IPv4
-/// or an IPv6 header): IPv4 addresses as IPv4-mapped GIDs.
-pub(crate) fn ip_gids(ip: &[u8]) -> Option<([u8; 16], [u8; 16])> {
-    let mut src = [0u8; 16];
-    let mut dst = [0u8; 16];
-    match (ip.first().map(|b| b >> 4), ip.len()) {
-        (Some(4), icrc::IPV4_LEN) => {
-            for (gid, at) in [(&mut src, 12), (&mut dst, 16)] {
-                gid[10] = 0xff;
-                gid[11] = 0xff;
-                gid[12..].copy_from_slice(&ip[at..at + 4]);
-            }
-        }
-        (Some(6), icrc::IPV6_LEN) => {
-            src.copy_from_slice(&ip[8..24]);
-            dst.copy_from_slice(&ip[24..40]);
-        }
-        _ => return None,
-    }
-    Some((src, dst))
 }
 
 /// A datagram to the multicast QP number: each member of the group its destination

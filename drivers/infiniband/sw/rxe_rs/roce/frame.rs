@@ -8,6 +8,8 @@
 //! [`Layout::payload`], and ends with [`seal`], which writes the ICRC. IPv4 packets
 //! carry "don't fragment" and an identification of 0 (RFC 6864 allows it for datagrams
 //! that are never fragmented); the UDP checksum is 0, as RoCE v2 allows.
+//!
+//! The other way, [`ip_gids`] reads a received packet's IP addresses as GIDs.
 
 use super::headers::{Aeth, AtomicEth, Bth, Deth, Feth, Reth};
 use super::icrc::{self, IPV4_LEN, IPV6_LEN, UDP_LEN};
@@ -266,6 +268,28 @@ pub fn seal_unchecked(out: &mut [u8], layout: &Layout) -> Result<(), BuildError>
 pub fn source_port(qpn: u32) -> u16 {
     let h = qpn.wrapping_mul(0x61c8_8647) >> 18;
     0xc000 | (h as u16 & 0x3fff)
+}
+
+/// The source and destination GIDs of a checked packet's IP header (`ip`, a plain IPv4
+/// or an IPv6 header): IPv4 addresses as IPv4-mapped GIDs.
+pub fn ip_gids(ip: &[u8]) -> Option<([u8; 16], [u8; 16])> {
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    match (ip.first().map(|b| b >> 4), ip.len()) {
+        (Some(4), icrc::IPV4_LEN) => {
+            for (gid, at) in [(&mut src, 12), (&mut dst, 16)] {
+                gid[10] = 0xff;
+                gid[11] = 0xff;
+                gid[12..].copy_from_slice(&ip[at..at + 4]);
+            }
+        }
+        (Some(6), icrc::IPV6_LEN) => {
+            src.copy_from_slice(&ip[8..24]);
+            dst.copy_from_slice(&ip[24..40]);
+        }
+        _ => return None,
+    }
+    Some((src, dst))
 }
 
 #[cfg(test)]
