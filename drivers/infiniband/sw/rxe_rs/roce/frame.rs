@@ -397,4 +397,52 @@ mod tests {
             assert!(source_port(qpn) >= 0xc000);
         }
     }
+
+    /// The IP header a packet is built with is read back as the GIDs it was sent
+    /// between; a header of another length or version is refused.
+    #[test]
+    fn reads_gids_of_built_headers() {
+        let bth = Bth {
+            opcode: 0x04,
+            ..Default::default()
+        };
+        let v4 = Ip::V4 {
+            src: [192, 168, 1, 1],
+            dst: [10, 0, 0, 2],
+            tos: 0,
+            ttl: 64,
+        };
+        let layout = Layout::new(&v4, 0x04, 0).unwrap();
+        let mut b = [0u8; 128];
+        let b = &mut b[..layout.total_len()];
+        write_headers(b, &layout, &v4, source_port(1), &bth, &Ext::default()).unwrap();
+        let mapped = |a: [u8; 4]| {
+            let mut g = [0u8; 16];
+            g[10..12].fill(0xff);
+            g[12..].copy_from_slice(&a);
+            g
+        };
+        let gids = (mapped([192, 168, 1, 1]), mapped([10, 0, 0, 2]));
+        assert_eq!(ip_gids(&b[..IPV4_LEN]), Some(gids));
+        // An IPv4 header with options, or cut short, is not one the device takes.
+        assert_eq!(ip_gids(&b[..IPV4_LEN + 4]), None);
+        assert_eq!(ip_gids(&b[..IPV4_LEN - 1]), None);
+        assert_eq!(ip_gids(&[]), None);
+
+        let (src, dst) = ([0xfe; 16], [0x20; 16]);
+        let v6 = Ip::V6 {
+            src,
+            dst,
+            tclass: 0,
+            flow_label: 0,
+            hop_limit: 64,
+        };
+        let layout = Layout::new(&v6, 0x04, 0).unwrap();
+        let mut b = [0u8; 128];
+        let b = &mut b[..layout.total_len()];
+        write_headers(b, &layout, &v6, source_port(1), &bth, &Ext::default()).unwrap();
+        assert_eq!(ip_gids(&b[..IPV6_LEN]), Some((src, dst)));
+        // The length of one version with the other's version field.
+        assert_eq!(ip_gids(&b[..IPV4_LEN]), None);
+    }
 }
