@@ -30,7 +30,7 @@
 use crate::ah::check_av;
 use crate::comp::After;
 use crate::cq::CqHandle;
-use crate::device::{Owed, RxeDev, LOOP_BACKLOG};
+use crate::device::{Owed, RxeDev};
 use crate::fault::{FaultSlot, FaultWaiter};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
@@ -46,6 +46,7 @@ use crate::ib::{
     task::{Task, TaskRun, Workqueue},
     wr::{RecvWr, SendWr, WcQp},
 };
+use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{Fault, Resolving};
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;

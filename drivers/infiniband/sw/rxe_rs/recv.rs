@@ -3,12 +3,12 @@
 //! The receive path: RoCE v2 packets from the UDP tunnel, checked before anything of
 //! them is used.
 //!
-//! A packet arrives in softirq context (or from the device itself, see
-//! `RxeDev::loopback`). It is dropped (and counted) unless it came in on a netdev one of
-//! our devices sits on, its IP header is a plain IPv4 (no options) or IPv6 one, its
-//! transport headers are well-formed for its opcode and its ICRC matches. Then the QP
-//! its BTH names takes it (see `qp::RxeQp::receive`), under its lock; what the QP sends
-//! in answer leaves after the lock is released.
+//! A packet arrives in softirq context (or from the device itself, see `loopback`). It
+//! is dropped (and counted) unless it came in on a netdev one of our devices sits on,
+//! its IP header is a plain IPv4 (no options) or IPv6 one, its transport headers are
+//! well-formed for its opcode and its ICRC matches. Then the QP its BTH names takes it
+//! (see `qp::RxeQp::receive`), under its lock; what the QP sends in answer leaves after
+//! the lock is released.
 
 use crate::ib::{device::Device, skb::Skb, udp::Receiver};
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};

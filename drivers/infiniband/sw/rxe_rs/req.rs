@@ -26,13 +26,14 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
-use crate::device::{RxeDev, LOOP_BACKLOG};
+use crate::device::RxeDev;
 use crate::ib::task::Task;
 use crate::ib::{
     device::Device,
     netdev::NetDevice,
     qp::{AddressVector, QpType},
 };
+use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{self, Fault};
 use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{

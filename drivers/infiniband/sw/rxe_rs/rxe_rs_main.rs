@@ -23,6 +23,7 @@ mod comp;
 mod cq;
 mod device;
 mod fault;
+mod loopback;
 mod mcast;
 mod mr;
 mod net;

@@ -15,8 +15,8 @@
 //!
 //! Packets whose destination GID is their source GID never leave the device: they go
 //! through the device's loopback queue into the same receive checks and counters as a
-//! packet from the network (see `RxeDev::loopback`). rxe does the same; traffic between
-//! two devices on one host goes through the IP stack.
+//! packet from the network (see `loopback`). rxe does the same; traffic between two
+//! devices on one host goes through the IP stack.
 
 use crate::ib::{
     device::Device,
@@ -129,7 +129,7 @@ pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, o
         Route::Local => out
             .skb
             .into_received(out.ip_len)
-            .and_then(|skb| crate::device::RxeDev::loopback(dev, skb)),
+            .and_then(|skb| crate::loopback::loopback(dev, skb)),
         Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
         Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
     };
