@@ -19,7 +19,6 @@
 mod ib;
 
 mod ah;
-mod comp;
 mod cq;
 mod device;
 mod fault;

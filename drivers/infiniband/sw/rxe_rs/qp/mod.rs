@@ -27,8 +27,9 @@
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
+mod comp;
+
 use crate::ah::check_av;
-use crate::comp::After;
 use crate::cq::CqHandle;
 use crate::device::{Owed, RxeDev};
 use crate::fault::{FaultSlot, FaultWaiter};
@@ -59,6 +60,7 @@ use crate::table::{IdTable, Number, Numbered};
 use crate::wc::{Completion, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
+use comp::After;
 use kernel::{
     cpu::CpuId,
     new_spinlock,
@@ -411,7 +413,7 @@ impl TaskRun for QpShared {
         if go_back {
             let mut inner = task.inner.lock();
             if !inner.dead && inner.state == QpState::Rts {
-                crate::comp::go_back(dev, &mut inner);
+                comp::go_back(dev, &mut inner);
                 kick = true;
             }
         }
@@ -455,7 +457,7 @@ impl TaskRun for QpShared {
                     return;
                 }
                 inner.retry_left -= 1;
-                crate::comp::go_back(dev, &mut inner);
+                comp::go_back(dev, &mut inner);
             }
         }
         RxeQp::run_requester(dev, task);
@@ -1166,7 +1168,7 @@ impl RxeQp {
             }
             return taken;
         }
-        let (taken, after) = crate::comp::response(dev, qp, &mut inner, pkt);
+        let (taken, after) = comp::response(dev, qp, &mut inner, pkt);
         // Only a requester with WQEs left to send has anything to do (an ACK for the
         // last one sent only completes).
         let send = matches!(after, After::Send) && crate::req::has_unsent(&inner);

@@ -12,6 +12,7 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
+use super::{OdpWait, QpInner, QpShared, RxeQp};
 use crate::device::RxeDev;
 use crate::ib::{
     device::Device,
@@ -19,7 +20,6 @@ use crate::ib::{
     task::Task,
 };
 use crate::mr;
-use crate::qp::{OdpWait, QpInner, QpShared, RxeQp};
 use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
@@ -270,7 +270,7 @@ pub(crate) fn response(
             inner.rnr_wait = true;
             // The RNR wait replaces the acknowledgement timeout the timer may be set
             // to (the requester sets that again when it sends).
-            let ms = crate::qp::rnr_ms(aeth.syndrome);
+            let ms = super::rnr_ms(aeth.syndrome);
             dev.wq.set_timer(shared, ms);
             (true, After::Nothing)
         }
