@@ -12,6 +12,7 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
+use super::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use super::{OdpWait, QpInner, QpShared, RxeQp};
 use crate::device::RxeDev;
 use crate::ib::{
@@ -20,7 +21,6 @@ use crate::ib::{
     task::Task,
 };
 use crate::mr;
-use crate::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
 use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};

@@ -28,6 +28,7 @@
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
 mod comp;
+mod req;
 
 use crate::ah::check_av;
 use crate::cq::CqHandle;
@@ -51,7 +52,6 @@ use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{Fault, Resolving};
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
-use crate::req::{ReqState, Step};
 use crate::resp::{Msg, Next, RespState};
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
@@ -70,6 +70,7 @@ use kernel::{
         Arc, SpinLock,
     },
 };
+use req::{ReqState, Step};
 
 /// The doorbell of the QP never rang.
 const NO_CPU: u32 = u32::MAX;
@@ -453,7 +454,7 @@ impl TaskRun for QpShared {
                 if inner.retry_left == 0 {
                     dev.counters.inc(Counter::RetryExceeded);
                     let rec = inner.req.record(head);
-                    crate::req::fail(dev, task, &mut inner, head, rec.wr_id, WC_RETRY_EXC_ERR);
+                    req::fail(dev, task, &mut inner, head, rec.wr_id, WC_RETRY_EXC_ERR);
                     return;
                 }
                 inner.retry_left -= 1;
@@ -964,7 +965,7 @@ impl RxeQp {
                 let spent = budget == 0;
                 let step = match go {
                     true if spent => Step::Backlog,
-                    true => crate::req::step(dev, ndev, shared, &mut inner),
+                    true => req::step(dev, ndev, shared, &mut inner),
                     false => Step::Idle,
                 };
                 budget = budget.saturating_sub(1);
@@ -1171,7 +1172,7 @@ impl RxeQp {
         let (taken, after) = comp::response(dev, qp, &mut inner, pkt);
         // Only a requester with WQEs left to send has anything to do (an ACK for the
         // last one sent only completes).
-        let send = matches!(after, After::Send) && crate::req::has_unsent(&inner);
+        let send = matches!(after, After::Send) && req::has_unsent(&inner);
         drop(inner);
         // What the responses of the batch let the requester send goes after the
         // batch, in one run, on the CPU of the QP's process.

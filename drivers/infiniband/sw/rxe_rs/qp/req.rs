@@ -26,6 +26,7 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
+use super::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::device::RxeDev;
 use crate::ib::task::Task;
 use crate::ib::{
@@ -35,7 +36,6 @@ use crate::ib::{
 };
 use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{self, Fault};
-use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
@@ -683,7 +683,7 @@ pub(crate) fn fail(
         ..Default::default()
     };
     RxeQp::complete(dev, shared, inner, false, &c, false);
-    crate::qp::RxeQp::enter_err(dev, shared, inner);
+    super::RxeQp::enter_err(dev, shared, inner);
 }
 
 /// One datagram.
