@@ -31,7 +31,6 @@ mod pd;
 mod qp;
 mod queue;
 mod recv;
-mod resp;
 #[path = "roce/lib.rs"]
 pub mod roce;
 mod srq;

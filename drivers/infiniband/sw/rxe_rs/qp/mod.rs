@@ -29,6 +29,7 @@
 
 mod comp;
 mod req;
+mod resp;
 
 use crate::ah::check_av;
 use crate::cq::CqHandle;
@@ -52,7 +53,6 @@ use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{Fault, Resolving};
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
-use crate::resp::{Msg, Next, RespState};
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
 use crate::stats::Counter;
@@ -71,6 +71,7 @@ use kernel::{
     },
 };
 use req::{ReqState, Step};
+use resp::{Msg, Next, RespState};
 
 /// The doorbell of the QP never rang.
 const NO_CPU: u32 = u32::MAX;
@@ -1063,7 +1064,7 @@ impl RxeQp {
                 }
                 budget = budget.saturating_sub(1);
                 let next = if live {
-                    crate::resp::next_response(dev, ndev, shared, &mut inner)
+                    resp::next_response(dev, ndev, shared, &mut inner)
                 } else {
                     Next::Idle
                 };
@@ -1080,7 +1081,7 @@ impl RxeQp {
                         // The acknowledgement owed for requests after the ones answered,
                         // and a NAK made meanwhile, follow the answers.
                         let tail = if live && !inner.resp.has_responses() {
-                            crate::resp::after_answers(ndev, shared, &mut inner)
+                            resp::after_answers(ndev, shared, &mut inner)
                         } else {
                             [None, None]
                         };
@@ -1098,7 +1099,7 @@ impl RxeQp {
         }
     }
 
-    /// Sends the acknowledgement the QP owes (see [`crate::resp::owed`]), unless READ
+    /// Sends the acknowledgement the QP owes (see [`resp::owed`]), unless READ
     /// responses are still to go first (their sender sends it after them).
     pub(crate) fn send_owed_ack(dev: &Device<RxeRs>, qp: &Arc<Task<QpShared>>) {
         let out = {
@@ -1111,7 +1112,7 @@ impl RxeQp {
             if inner.dead || !live || inner.resp.has_responses() {
                 None
             } else {
-                crate::resp::owed(&dev.ndev, qp, &mut inner)
+                resp::owed(&dev.ndev, qp, &mut inner)
             }
         };
         if let Some(o) = out {
@@ -1145,14 +1146,14 @@ impl RxeQp {
             // Answers still to send from before this packet come first: whoever sends
             // them (a run in progress, or the work item) sends what this packet adds.
             let waiting = inner.resp.has_responses();
-            let (taken, mut reply) = crate::resp::request(dev, ndev, qp, &mut inner, pkt, ip);
+            let (taken, mut reply) = resp::request(dev, ndev, qp, &mut inner, pkt, ip);
             let responses = !waiting && inner.resp.has_responses();
             let owed = if waiting {
                 inner.resp.defer(reply.take());
                 None
             } else if reply.is_some() || responses {
                 // Any other response goes after the acknowledgement owed so far.
-                crate::resp::owed(ndev, qp, &mut inner)
+                resp::owed(ndev, qp, &mut inner)
             } else {
                 None
             };

@@ -25,6 +25,7 @@
 //! for it is acknowledged with the MSN. On UC a message that loses a packet, or finds no
 //! receive WQE, is dropped whole.
 
+use super::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::device::RxeDev;
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
@@ -34,7 +35,6 @@ use crate::ib::{
 };
 use crate::mr::{self, need, AccessError, Fault};
 use crate::param::PORT;
-use crate::qp::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::roce::{
     frame::Ext,
     headers::{syndrome, Aeth, Bth},
@@ -488,7 +488,7 @@ pub(crate) fn request(
     let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
     if taken && rtr && connected && !inner.resp.established {
         inner.resp.established = true;
-        crate::qp::RxeQp::raise(dev, shared, inner, QpEvent::CommEst);
+        super::RxeQp::raise(dev, shared, inner, QpEvent::CommEst);
     }
     (taken, reply)
 }
@@ -1154,11 +1154,11 @@ fn responder_error(
         WC_REM_INV_REQ_ERR => Some(QpEvent::ReqErr),
         _ => None,
     };
-    crate::qp::RxeQp::enter_err(dev, shared, inner);
+    super::RxeQp::enter_err(dev, shared, inner);
     // A responder error of an RC QP is affiliated with it (as the IB spec's "invalid
     // request" and "access violation" local work queue errors).
     if let Some(ev) = event.filter(|_| shared.qp_type == QpType::Rc) {
-        crate::qp::RxeQp::raise(dev, shared, inner, ev);
+        super::RxeQp::raise(dev, shared, inner, ev);
     }
 }
 
