@@ -11,8 +11,8 @@ use crate::ib::{
     ah::Ah,
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, DeviceRef, Driver,
-        LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortState, Sge,
+        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
+        PhysState, PortAttr, PortImmutable, PortState, Sge,
     },
     link::LinkDriver,
     mr::{KernelMemory, Mr, MrCreated, PageList},
@@ -22,7 +22,7 @@ use crate::ib::{
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
-    task::{Task, TaskRun, Workqueue},
+    task::{Task, Workqueue},
     ucontext::Ucontext,
     udata::Udata,
     udp::Tunnels,
@@ -43,7 +43,10 @@ use crate::{
     mcast::McastTable,
     mr::{mr_table, mw_table, AccessError, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
-    qp::{qp_table, QpTable, RxeQp},
+    qp::{
+        owed::{OwedQueue, OwedTx, OwedWork, OWED_BATCH},
+        qp_table, QpTable, RxeQp,
+    },
     srq::{RxeSrq, SrqNumbers},
     ucontext::RxeUcontext,
     RxeRs,
@@ -57,77 +60,6 @@ use kernel::{
         Arc,
     },
 };
-
-/// How many QPs may owe work at once, device-wide; a QP that finds the list full does
-/// its work at once.
-const OWED_BATCH: usize = 32;
-
-/// What a QP owes after a receive batch.
-#[derive(Clone, Copy)]
-pub(crate) enum Owed {
-    /// An acknowledgement to its peer.
-    Ack = 1,
-    /// A run of its requester: responses opened the window or completed WQEs.
-    Send = 2,
-}
-
-/// The QPs (by number) that owe work after the receive batch, with what they owe (a
-/// mask of [`Owed`]).
-pub(crate) struct OwedQueue {
-    qpns: [(u32, u8); OWED_BATCH],
-    len: usize,
-    /// The device, held for the sender queued next (taken by it while it runs); the
-    /// sender is queued while this is `Some`.
-    dev: Option<DeviceRef<RxeRs>>,
-}
-
-/// The sender of owed acknowledgements and requester runs: a task that runs in a
-/// bottom half, after the one that received the packets (see [`RxeDev::owe`]).
-#[pin_data]
-pub(crate) struct OwedTx {
-    #[pin]
-    q: SpinLockIrq<OwedQueue>,
-}
-
-impl TaskRun for OwedTx {
-    const BH: bool = true;
-
-    /// Does what each listed QP owes, finding the QPs by number (a QP destroyed
-    /// meanwhile is not found, or found dead): its acknowledgement, then its requester
-    /// run.
-    fn run(task: &Arc<Task<Self>>) {
-        let (dev, qpns, len) = {
-            let mut q = task.q.lock();
-            let Some(dev) = q.dev.take() else {
-                return;
-            };
-            let len = core::mem::take(&mut q.len);
-            (dev, q.qpns, len)
-        };
-        let _rcu = kernel::sync::rcu::read_lock();
-        for &(qpn, owed) in &qpns[..len] {
-            let Some(qp) = dev.qp_table.get(qpn) else {
-                continue;
-            };
-            if owed & Owed::Ack as u8 != 0 {
-                RxeQp::send_owed_ack(&dev, &qp);
-            }
-            if owed & Owed::Send as u8 != 0 {
-                RxeQp::kick_requester(&dev, &qp);
-            }
-        }
-    }
-}
-
-/// The list of owed work (acknowledgements, requester runs) and its sender; dropping it
-/// waits for a run in progress.
-struct OwedWork(Arc<Task<OwedTx>>);
-
-impl Drop for OwedWork {
-    fn drop(&mut self) {
-        Task::cancel(&self.0);
-    }
-}
 
 /// Per-device state.
 #[pin_data]
@@ -162,7 +94,7 @@ pub(crate) struct RxeDev {
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
     pub(crate) lo: Loopback,
-    owed: OwedWork,
+    pub(crate) owed: OwedWork,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
     atomic_lock: SpinLockIrq<()>,
@@ -219,41 +151,6 @@ impl RxeDev {
             bulk_wq: Workqueue::new(c_str!("rxe_rs_bulk"), false)?,
             wq: Workqueue::new(c_str!("rxe_rs"), true)?,
         })
-    }
-
-    /// Notes that QP `qpn` owes `what` (an acknowledgement to its peer, a run of its
-    /// requester), to be done in a bottom half that runs after the current one: every
-    /// packet received in the meantime (a network receive softirq's batch, a run of
-    /// the loopback queue's receiver) that asks for it is then served by that one
-    /// acknowledgement (it covers every PSN before its own) or that one run. Returns
-    /// `false` when the QP is to do it itself (the list is full, or the device is
-    /// being unregistered). Called from a bottom half.
-    pub(crate) fn owe(dev: &Device<RxeRs>, qpn: u32, what: Owed) -> bool {
-        let queue = {
-            let mut q = dev.owed.0.q.lock();
-            let len = q.len;
-            if let Some(e) = q.qpns[..len].iter_mut().find(|e| e.0 == qpn) {
-                e.1 |= what as u8;
-                return true;
-            }
-            if len == OWED_BATCH {
-                return false;
-            }
-            let queue = q.dev.is_none();
-            if queue {
-                let Some(held) = dev.get_ref() else {
-                    return false;
-                };
-                q.dev = Some(held);
-            }
-            q.qpns[len] = (qpn, what as u8);
-            q.len += 1;
-            queue
-        };
-        if queue {
-            Task::run_bh(&dev.owed.0);
-        }
-        true
     }
 
     /// Applies an atomic operation to the 8 bytes at `va` of `mr`: `op` makes the new

@@ -28,12 +28,12 @@
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
 mod comp;
+pub(crate) mod owed;
 mod req;
 mod resp;
 
 use crate::ah::check_av;
 use crate::cq::CqHandle;
-use crate::device::{Owed, RxeDev};
 use crate::fault::{FaultSlot, FaultWaiter};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
@@ -70,6 +70,7 @@ use kernel::{
         Arc, SpinLock,
     },
 };
+use owed::{owe, Owed};
 use req::{ReqState, Step};
 use resp::{Msg, Next, RespState};
 
@@ -1165,7 +1166,7 @@ impl RxeQp {
             if responses {
                 Self::run_responder(dev, ndev, qp);
             }
-            if list && !RxeDev::owe(dev, qp.qp_num(), Owed::Ack) {
+            if list && !owe(dev, qp.qp_num(), Owed::Ack) {
                 Self::send_owed_ack(dev, qp);
             }
             return taken;
@@ -1178,7 +1179,7 @@ impl RxeQp {
         // What the responses of the batch let the requester send goes after the
         // batch, in one run, on the CPU of the QP's process.
         if send {
-            if !RxeDev::owe(dev, qp.qp_num(), Owed::Send) {
+            if !owe(dev, qp.qp_num(), Owed::Send) {
                 Self::kick_requester(dev, qp);
             }
         }
