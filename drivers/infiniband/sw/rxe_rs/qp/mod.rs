@@ -28,6 +28,7 @@
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
 mod comp;
+mod flush;
 pub(crate) mod owed;
 mod req;
 mod resp;
@@ -46,7 +47,7 @@ use crate::ib::{
         QpInit, QpState, QpType,
     },
     skb::RouteCache,
-    task::{Task, TaskRun, Workqueue},
+    task::{Task, TaskRun},
     wr::{RecvWr, SendWr, WcQp},
 };
 use crate::loopback::LOOP_BACKLOG;
@@ -72,7 +73,7 @@ use kernel::{
 };
 use owed::{owe, Owed};
 use req::{ReqState, Step};
-use resp::{Msg, Next, RespState};
+use resp::{Next, RespState};
 
 /// The doorbell of the QP never rang.
 const NO_CPU: u32 = u32::MAX;
@@ -836,23 +837,6 @@ impl RxeQp {
         Ok(())
     }
 
-    /// Moves a QP to the error state from the data path (a work request or packet that
-    /// failed): everything outstanding is flushed.
-    pub(crate) fn enter_err(
-        dev: &Device<RxeRs>,
-        shared: &Arc<Task<QpShared>>,
-        inner: &mut QpInner,
-    ) {
-        if inner.state == QpState::Err {
-            return;
-        }
-        inner.state = QpState::Err;
-        Self::flush(shared, inner, &dev.wq);
-        if shared.srq.is_some() {
-            Self::raise(dev, shared, inner, QpEvent::LastWqeReached);
-        }
-    }
-
     /// Posts a completion of the QP's work to its send CQ, or its receive CQ if `recv`.
     ///
     /// A completion the CQ has no room for is lost (the CQ's consumer gets
@@ -1184,39 +1168,6 @@ impl RxeQp {
             }
         }
         taken
-    }
-
-    /// Flushes both queues of a QP in the error state, and the receive WQE a message
-    /// was being placed into, which comes before those still in the ring.
-    fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
-        inner
-            .sq
-            .flush(&shared.send_cq, wq, shared.qp_num.get(), shared.wc_qp);
-        // Nothing more is answered either.
-        inner.resp.stop();
-        inner.req.cur = None;
-        inner.req.next = inner.sq.consumer();
-        inner.rnr_wait = false;
-        // The receive WQE a message was being placed into, and one held for a message
-        // that could not start yet, were taken before those still in the ring.
-        let in_progress = match inner.resp.msg.take() {
-            Some(Msg::Send(wqe, _)) => Some(wqe),
-            _ => None,
-        };
-        let held = inner.resp.held.take();
-        for wqe in [in_progress, held].into_iter().flatten() {
-            let c = Completion {
-                wr_id: wqe.wr_id,
-                status: WC_WR_FLUSH_ERR,
-                qp_num: shared.qp_num.get(),
-                wc_qp: shared.wc_qp,
-                ..Default::default()
-            };
-            shared.recv_cq.post(wq, &c, false);
-        }
-        if let Some(rq) = &mut inner.rq {
-            rq.flush(&shared.recv_cq, wq, shared.qp_num.get(), shared.wc_qp);
-        }
     }
 
     /// A kernel consumer's send work request, in rxe's WQE layout (the requester reads
