@@ -30,6 +30,7 @@
 mod comp;
 mod flush;
 pub(crate) mod owed;
+mod post;
 mod req;
 mod resp;
 
@@ -48,7 +49,7 @@ use crate::ib::{
     },
     skb::RouteCache,
     task::{Task, TaskRun},
-    wr::{RecvWr, SendWr, WcQp},
+    wr::WcQp,
 };
 use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{Fault, Resolving};
@@ -58,8 +59,8 @@ use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
 use crate::stats::Counter;
 use crate::table::{IdTable, Number, Numbered};
-use crate::wc::{Completion, WC_RETRY_EXC_ERR, WC_WR_FLUSH_ERR};
-use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
+use crate::wc::{Completion, WC_RETRY_EXC_ERR};
+use crate::wqe::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use comp::After;
 use kernel::{
@@ -1170,154 +1171,6 @@ impl RxeQp {
         taken
     }
 
-    /// A kernel consumer's send work request, in rxe's WQE layout (the requester reads
-    /// kernel and user send rings alike).
-    fn kernel_wqe(shared: &QpShared, wr: &SendWr<'_>) -> Result<([u8; MAX_SEND_WQE], usize)> {
-        let mut b = [0u8; MAX_SEND_WQE];
-        let opcode = wr.opcode();
-        let flags = wr.send_flags();
-        let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
-        match opcode {
-            op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {}
-            op::LOCAL_INV | op::REG_MR if connected => {}
-            op::RDMA_READ
-            | op::RDMA_READ_WITH_INV
-            | op::ATOMIC_CMP_AND_SWP
-            | op::ATOMIC_FETCH_AND_ADD
-            | op::SEND_WITH_INV
-                if shared.qp_type == QpType::Rc => {}
-            _ => return Err(eopnotsupp()),
-        }
-        let put32 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u32| {
-            b[i..i + 4].copy_from_slice(&v.to_ne_bytes())
-        };
-        let put64 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u64| {
-            b[i..i + 8].copy_from_slice(&v.to_ne_bytes())
-        };
-        put64(&mut b, at::WR_ID, wr.wr_id());
-        put32(&mut b, at::OPCODE, opcode);
-        put32(&mut b, at::FLAGS, flags);
-        b[at::EX..at::EX + 4].copy_from_slice(&wr.ex());
-        if let Some(ud) = wr.ud::<RxeRs>() {
-            put32(&mut b, at::REMOTE_QPN, ud.remote_qpn);
-            put32(&mut b, at::REMOTE_QKEY, ud.remote_qkey);
-            put32(&mut b, at::AH_NUM, ud.ah.num());
-        } else if !connected {
-            return Err(EINVAL);
-        }
-        if let Some((addr, rkey)) = wr.rdma() {
-            put64(&mut b, at::REMOTE_ADDR, addr);
-            put32(&mut b, at::RKEY, rkey);
-        }
-        if let Some((addr, compare_add, swap, rkey)) = wr.atomic() {
-            put64(&mut b, at::REMOTE_ADDR, addr);
-            put64(&mut b, at::COMPARE_ADD, compare_add);
-            put64(&mut b, at::SWAP, swap);
-            put32(&mut b, at::ATOMIC_RKEY, rkey);
-        }
-        if opcode == op::REG_MR {
-            let (lkey, key, access) = wr.reg().ok_or(EINVAL)?;
-            put32(&mut b, at::REG_LKEY, lkey);
-            put32(&mut b, at::REG_KEY, key);
-            put32(&mut b, at::REG_ACCESS, access);
-            // A registration carries no data.
-            return Ok((b, SEND_WQE_HDR));
-        }
-        let n = wr.num_sge();
-        if n > shared.sq_max_sge as usize {
-            return Err(EINVAL);
-        }
-        let mut length = 0u32;
-        let mut end = SEND_WQE_HDR;
-        for i in 0..n {
-            let sge = wr.sge(i);
-            length = length.checked_add(sge.length).ok_or(EINVAL)?;
-            if flags & send_flag::INLINE != 0 {
-                // Inline data is copied now, from the consumer's (kernel) memory.
-                let len = sge.length as usize;
-                if length > shared.sq_max_inline || end + len > MAX_SEND_WQE {
-                    return Err(EINVAL);
-                }
-                wr.read_inline(i, &mut b[end..end + len])?;
-                end += len;
-            } else {
-                put64(&mut b, end, sge.addr);
-                put32(&mut b, end + 8, sge.length);
-                put32(&mut b, end + 12, sge.lkey);
-                end += SGE_LEN as usize;
-            }
-        }
-        put32(&mut b, at::DMA_LENGTH, length);
-        put32(&mut b, at::DMA_RESID, length);
-        put32(&mut b, at::DMA_NUM_SGE, n as u32);
-        Ok((b, end))
-    }
-
-    /// A kernel consumer's send work request.
-    ///
-    /// In the error state it completes at once with a flush error (that is how
-    /// `ib_drain_sq()` learns the queue is empty); before RTS it is refused, as by rxe.
-    /// Otherwise it goes into the send ring, and the QP's task runs the requester:
-    /// consumers post from any context, interrupts off included, where no packet may
-    /// be sent.
-    pub(crate) fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
-        let mut inner = qp.shared.inner.lock();
-        if inner.sq.is_user() {
-            // A process's work goes through its ring and the doorbell.
-            return Err(EINVAL);
-        }
-        match inner.state {
-            QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
-            QpState::Err => {
-                let c = Completion {
-                    wr_id: wr.wr_id(),
-                    status: WC_WR_FLUSH_ERR,
-                    qp_num: qp.shared.qp_num.get(),
-                    wc_qp: qp.shared.wc_qp,
-                    ..Default::default()
-                };
-                // Posted under the QP's lock, so it follows what the entry into ERR
-                // flushed.
-                qp.shared.send_cq.post(&qp.device().wq, &c, false);
-                Ok(())
-            }
-            QpState::Rts | QpState::Sqd | QpState::Sqe => {
-                let (wqe, len) = Self::kernel_wqe(&qp.shared, wr)?;
-                inner.sq.push(&wqe[..len])?;
-                if inner.state == QpState::Rts {
-                    inner.kick = true;
-                    drop(inner);
-                    qp.device().wq.run(&qp.shared);
-                }
-                Ok(())
-            }
-        }
-    }
-
-    /// A kernel consumer's receive work request: queued in the receive ring (refused in
-    /// RESET, as by rxe), and flushed at once in the error state.
-    pub(crate) fn post_recv(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
-        let mut inner = qp.shared.inner.lock();
-        let state = inner.state;
-        let Some(rq) = &mut inner.rq else {
-            // Receives come from the SRQ.
-            return Err(EINVAL);
-        };
-        if rq.is_user() || state == QpState::Reset {
-            return Err(EINVAL);
-        }
-        rq.post_recv(wr, qp.rq_max_sge)?;
-        if state == QpState::Err {
-            rq.flush(
-                &qp.shared.recv_cq,
-                &qp.device().wq,
-                qp.shared.qp_num.get(),
-                qp.shared.wc_qp,
-            );
-        }
-        Ok(())
-    }
-
     pub(crate) fn query(&self) -> QpAttrs {
         let inner = self.shared.inner.lock();
         let at = &inner.attrs;
@@ -1357,26 +1210,6 @@ impl RxeQp {
             alt_port_num: at.alt_port_num,
             alt_timeout: at.alt_timeout,
             sq_sig_all: self.sq_sig_all,
-        }
-    }
-
-    pub(crate) fn doorbell(qp: &Qp<RxeRs>) -> Result {
-        let mut inner = qp.shared.inner.lock();
-        match inner.state {
-            // As rxe: the send queue may not be rung before RTS.
-            QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
-            QpState::Err => {
-                Self::flush(&qp.shared, &mut inner, &qp.device().wq);
-                Ok(())
-            }
-            // No new send is started while draining or after a send queue error.
-            QpState::Sqd | QpState::Sqe => Ok(()),
-            QpState::Rts => {
-                qp.shared.tx_cpu.store(CpuId::current().as_u32(), Relaxed);
-                drop(inner);
-                Self::run_requester(qp.device(), &qp.shared);
-                Ok(())
-            }
         }
     }
 
