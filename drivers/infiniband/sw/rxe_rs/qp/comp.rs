@@ -12,8 +12,9 @@
 //! that were never sent, and anything that arrives outside RTS, SQD and SQE, are
 //! dropped.
 
+use super::odp::OdpWait;
 use super::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
-use super::{OdpWait, QpInner, QpShared, RxeQp};
+use super::{QpInner, QpShared, RxeQp};
 use crate::device::RxeDev;
 use crate::ib::{
     device::Device,

@@ -26,7 +26,8 @@
 //! A WQE the QP cannot carry out ends in an error completion and moves the QP to the
 //! error state, which flushes the rest.
 
-use super::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
+use super::odp::OdpWait;
+use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::device::RxeDev;
 use crate::ib::task::Task;
 use crate::ib::{

@@ -25,7 +25,8 @@
 //! for it is acknowledged with the MSN. On UC a message that loses a packet, or finds no
 //! receive WQE, is dropped whole.
 
-use super::{OdpWait, QpInner, QpShared, RxeQp, GSI_QKEY};
+use super::odp::OdpWait;
+use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::device::RxeDev;
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
