@@ -214,6 +214,18 @@ pub(crate) fn go_back(dev: &RxeDev, inner: &mut QpInner) {
     inner.req.read_got = 0;
 }
 
+/// The RNR NAK timer values of the InfiniBand specification, in microseconds.
+const RNR_TIMER_US: [u32; 32] = [
+    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
+    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
+    327_680, 491_520,
+];
+
+/// The wait an RNR NAK with timer field `t` asks for, in milliseconds (at least 1).
+fn rnr_ms(t: u8) -> u32 {
+    RNR_TIMER_US[usize::from(t & 0x1f)].div_ceil(1000).max(1)
+}
+
 /// A response packet for an RC QP: returns whether it was taken.
 pub(crate) fn response(
     dev: &Device<RxeRs>,
@@ -271,7 +283,7 @@ pub(crate) fn response(
             inner.rnr_wait = true;
             // The RNR wait replaces the acknowledgement timeout the timer may be set
             // to (the requester sets that again when it sends).
-            let ms = super::rnr_ms(aeth.syndrome);
+            let ms = rnr_ms(aeth.syndrome);
             dev.wq.set_timer(shared, ms);
             (true, After::Nothing)
         }

@@ -42,7 +42,6 @@ use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device, DeviceRef, Mtu},
-    netdev::NetDevice,
     pd::PdId,
     qp::{
         transition_ok, AddressVector, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents,
@@ -52,7 +51,6 @@ use crate::ib::{
     task::Task,
     wr::WcQp,
 };
-use crate::loopback::LOOP_BACKLOG;
 use crate::mr::Fault;
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
@@ -64,18 +62,14 @@ use crate::wqe::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use comp::After;
 use kernel::{
-    cpu::CpuId,
     new_spinlock,
     prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
+    sync::{atomic::Atomic, Arc},
 };
 use odp::{FaultLink, OdpWait};
 use owed::{owe, Owed};
-use req::{ReqState, Step};
-use resp::{Next, RespState};
+use req::ReqState;
+use resp::RespState;
 
 /// The doorbell of the QP never rang.
 const NO_CPU: u32 = u32::MAX;
@@ -226,28 +220,6 @@ impl Numbered for Task<QpShared> {
     fn number(&self) -> &Number {
         &self.qp_num
     }
-}
-
-/// The acknowledgement timeout of a QP's `timeout` attribute (4.096 us * 2^timeout),
-/// in milliseconds; `None` for 0, which means "wait for ever".
-fn timeout_ms(timeout: u8) -> Option<u32> {
-    if timeout == 0 {
-        return None;
-    }
-    let ns = 4096u64 << timeout.min(31);
-    Some(ns.div_ceil(1_000_000).min(u64::from(u32::MAX)) as u32)
-}
-
-/// The RNR NAK timer values of the InfiniBand specification, in microseconds.
-const RNR_TIMER_US: [u32; 32] = [
-    655_360, 10, 20, 30, 40, 60, 80, 120, 160, 240, 320, 480, 640, 960, 1280, 1920, 2560, 3840,
-    5120, 7680, 10_240, 15_360, 20_480, 30_720, 40_960, 61_440, 81_920, 122_880, 163_840, 245_760,
-    327_680, 491_520,
-];
-
-/// The wait an RNR NAK with timer field `t` asks for, in milliseconds (at least 1).
-pub(crate) fn rnr_ms(t: u8) -> u32 {
-    RNR_TIMER_US[usize::from(t & 0x1f)].div_ceil(1000).max(1)
 }
 
 /// The driver's part of a queue pair.
@@ -634,206 +606,6 @@ impl RxeQp {
     ) {
         if inner.pending.push(event, GFP_ATOMIC).is_ok() {
             dev.wq.run(shared);
-        }
-    }
-
-    /// Runs the requester on the CPU the QP's doorbell last rang on: at once if that is
-    /// this CPU (or none rang), else as the QP's work item there. Called from a bottom
-    /// half, in an RCU read-side section.
-    pub(crate) fn kick_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
-        match CpuId::from_u32(shared.tx_cpu.load(Relaxed)) {
-            Some(cpu) if cpu != CpuId::current() => {
-                {
-                    let mut inner = shared.inner.lock();
-                    // Nothing queues a dead QP's work item (see `destroy`).
-                    if inner.dead {
-                        return;
-                    }
-                    inner.kick = true;
-                }
-                dev.wq.run_on(shared, cpu);
-            }
-            _ => Self::run_requester(dev, shared),
-        }
-    }
-
-    /// Runs the requester until the send queue has nothing more to send now, or for
-    /// [`param::RUN_BUDGET`] steps: then the QP's work item runs it again.
-    ///
-    /// Packets are built under the QP's lock and sent after it is released, in an RCU
-    /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
-    /// in PSN order; a caller that finds it running asks the runner to look again.
-    pub(crate) fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
-        let ndev = &dev.ndev;
-        {
-            let mut inner = shared.inner.lock();
-            if inner.req.busy {
-                inner.req.again = true;
-                return;
-            }
-            inner.req.busy = true;
-        }
-        let _rcu = kernel::sync::rcu::read_lock();
-        let mut timeout = None;
-        let mut budget = param::RUN_BUDGET;
-        loop {
-            let step = {
-                let mut inner = shared.inner.lock();
-                let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
-                let spent = budget == 0;
-                let step = match go {
-                    true if spent => Step::Backlog,
-                    true => req::step(dev, ndev, shared, &mut inner),
-                    false => Step::Idle,
-                };
-                budget = budget.saturating_sub(1);
-                match step {
-                    Step::Backlog => {
-                        // The process may keep posting for ever, or the device's own
-                        // packets wait to be received: the rest is the work item's,
-                        // now or once the loopback queue has room (nothing queues a
-                        // dead QP's, see `destroy`).
-                        inner.req.busy = false;
-                        inner.req.again = false;
-                        inner.kick = true;
-                        drop(inner);
-                        if spent {
-                            dev.bulk_wq.run(shared);
-                        } else if !dev.wait_for_loopback(shared.qp_num()) {
-                            dev.wq.run(shared);
-                        }
-                        break;
-                    }
-                    Step::Idle if go && inner.req.again => {
-                        inner.req.again = false;
-                        Step::Again
-                    }
-                    Step::Idle => {
-                        inner.req.busy = false;
-                        inner.req.again = false;
-                        Step::Idle
-                    }
-                    Step::Packet(_) if shared.qp_type == QpType::Rc => {
-                        timeout = timeout_ms(inner.attrs.timeout);
-                        step
-                    }
-                    other => other,
-                }
-            };
-            match step {
-                Step::Packet(out) => crate::xmit::send(dev, ndev, &shared.routes, out),
-                Step::Again => continue,
-                Step::Idle | Step::Backlog => break,
-            }
-        }
-        // Packets await acknowledgement: check on them when the timeout runs out. Not
-        // for a dead QP: its destroy may have stopped the timer already (from the QP's
-        // work item, a run goes on while the destroy cancels the timer).
-        if let Some(ms) = timeout {
-            let inner = shared.inner.lock();
-            if !inner.dead {
-                dev.wq.run_after(shared, ms);
-            }
-        }
-    }
-
-    /// Sends the answers that wait (READ responses, atomic acknowledgements), one
-    /// packet at a time, in PSN order (one caller at a time, as the requester), then
-    /// the acknowledgement and the NAK that follow them. A run sends at most
-    /// [`param::RUN_BUDGET`] packets, and stops while the loopback queue it would add to
-    /// is full: the QP's work item goes on (a peer may ask for 2 GiB in one request).
-    fn run_responder(dev: &Device<RxeRs>, ndev: &NetDevice, shared: &Arc<Task<QpShared>>) {
-        {
-            let mut inner = shared.inner.lock();
-            if inner.resp.busy {
-                inner.resp.again = true;
-                return;
-            }
-            inner.resp.busy = true;
-        }
-        // Keys are looked up, and packets of the QP handed on, in an RCU read-side
-        // section, as on every path of the data path (see `destroy`).
-        let _rcu = kernel::sync::rcu::read_lock();
-        let mut budget = param::RUN_BUDGET;
-        loop {
-            let out = {
-                let mut inner = shared.inner.lock();
-                let live = !inner.dead
-                    && matches!(
-                        inner.state,
-                        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-                    );
-                let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
-                let backlog = local && dev.loop_backlog() >= LOOP_BACKLOG;
-                if live && inner.resp.has_responses() && (budget == 0 || backlog) {
-                    // The rest is the work item's, now or once the loopback queue has
-                    // room (nothing queues a dead QP's).
-                    inner.resp.busy = false;
-                    inner.resp.again = false;
-                    inner.respond = true;
-                    drop(inner);
-                    if budget == 0 {
-                        dev.bulk_wq.run(shared);
-                    } else if !dev.wait_for_loopback(shared.qp_num()) {
-                        dev.wq.run(shared);
-                    }
-                    break;
-                }
-                budget = budget.saturating_sub(1);
-                let next = if live {
-                    resp::next_response(dev, ndev, shared, &mut inner)
-                } else {
-                    Next::Idle
-                };
-                match next {
-                    Next::Packet(o) => Some(o),
-                    Next::Lost => None,
-                    Next::Idle if live && inner.resp.again => {
-                        inner.resp.again = false;
-                        None
-                    }
-                    Next::Idle => {
-                        inner.resp.busy = false;
-                        inner.resp.again = false;
-                        // The acknowledgement owed for requests after the ones answered,
-                        // and a NAK made meanwhile, follow the answers.
-                        let tail = if live && !inner.resp.has_responses() {
-                            resp::after_answers(ndev, shared, &mut inner)
-                        } else {
-                            [None, None]
-                        };
-                        drop(inner);
-                        for o in tail.into_iter().flatten() {
-                            crate::xmit::send(dev, ndev, &shared.routes, o);
-                        }
-                        break;
-                    }
-                }
-            };
-            if let Some(o) = out {
-                crate::xmit::send(dev, ndev, &shared.routes, o);
-            }
-        }
-    }
-
-    /// Sends the acknowledgement the QP owes (see [`resp::owed`]), unless READ
-    /// responses are still to go first (their sender sends it after them).
-    pub(crate) fn send_owed_ack(dev: &Device<RxeRs>, qp: &Arc<Task<QpShared>>) {
-        let out = {
-            let mut inner = qp.inner.lock();
-            inner.resp.ack_listed = false;
-            let live = matches!(
-                inner.state,
-                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-            );
-            if inner.dead || !live || inner.resp.has_responses() {
-                None
-            } else {
-                resp::owed(&dev.ndev, qp, &mut inner)
-            }
-        };
-        if let Some(o) = out {
-            crate::xmit::send(dev, &dev.ndev, &qp.routes, o);
         }
     }
 

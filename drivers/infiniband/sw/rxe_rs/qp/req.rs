@@ -33,10 +33,11 @@ use crate::ib::task::Task;
 use crate::ib::{
     device::Device,
     netdev::NetDevice,
-    qp::{AddressVector, QpType},
+    qp::{AddressVector, QpState, QpType},
 };
 use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{self, Fault};
+use crate::param;
 use crate::roce::{
     frame::Ext,
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
@@ -46,7 +47,11 @@ use crate::wc::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_
 use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
-use kernel::{prelude::*, sync::Arc};
+use kernel::{
+    cpu::CpuId,
+    prelude::*,
+    sync::{atomic::Relaxed, Arc},
+};
 
 /// How many PSNs may be sent and not yet acknowledged (rxe allows as many). With 256,
 /// bursts overran a link between two guests: a tenth of the packets were lost.
@@ -140,6 +145,118 @@ pub(crate) enum Step {
     /// the requesters may add (or the run spent its budget): the rest waits for the
     /// QP's work item.
     Backlog,
+}
+
+impl RxeQp {
+    /// Runs the requester on the CPU the QP's doorbell last rang on: at once if that is
+    /// this CPU (or none rang), else as the QP's work item there. Called from a bottom
+    /// half, in an RCU read-side section.
+    pub(crate) fn kick_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+        match CpuId::from_u32(shared.tx_cpu.load(Relaxed)) {
+            Some(cpu) if cpu != CpuId::current() => {
+                {
+                    let mut inner = shared.inner.lock();
+                    // Nothing queues a dead QP's work item (see `destroy`).
+                    if inner.dead {
+                        return;
+                    }
+                    inner.kick = true;
+                }
+                dev.wq.run_on(shared, cpu);
+            }
+            _ => Self::run_requester(dev, shared),
+        }
+    }
+
+    /// Runs the requester until the send queue has nothing more to send now, or for
+    /// [`param::RUN_BUDGET`] steps: then the QP's work item runs it again.
+    ///
+    /// Packets are built under the QP's lock and sent after it is released, in an RCU
+    /// read-side section (see `destroy`). One caller at a time runs it, so packets leave
+    /// in PSN order; a caller that finds it running asks the runner to look again.
+    pub(crate) fn run_requester(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>) {
+        let ndev = &dev.ndev;
+        {
+            let mut inner = shared.inner.lock();
+            if inner.req.busy {
+                inner.req.again = true;
+                return;
+            }
+            inner.req.busy = true;
+        }
+        let _rcu = kernel::sync::rcu::read_lock();
+        let mut timeout = None;
+        let mut budget = param::RUN_BUDGET;
+        loop {
+            let step = {
+                let mut inner = shared.inner.lock();
+                let go = !inner.dead && inner.state == QpState::Rts && !inner.rnr_wait;
+                let spent = budget == 0;
+                let step = match go {
+                    true if spent => Step::Backlog,
+                    true => step(dev, ndev, shared, &mut inner),
+                    false => Step::Idle,
+                };
+                budget = budget.saturating_sub(1);
+                match step {
+                    Step::Backlog => {
+                        // The process may keep posting for ever, or the device's own
+                        // packets wait to be received: the rest is the work item's,
+                        // now or once the loopback queue has room (nothing queues a
+                        // dead QP's, see `destroy`).
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        inner.kick = true;
+                        drop(inner);
+                        if spent {
+                            dev.bulk_wq.run(shared);
+                        } else if !dev.wait_for_loopback(shared.qp_num()) {
+                            dev.wq.run(shared);
+                        }
+                        break;
+                    }
+                    Step::Idle if go && inner.req.again => {
+                        inner.req.again = false;
+                        Step::Again
+                    }
+                    Step::Idle => {
+                        inner.req.busy = false;
+                        inner.req.again = false;
+                        Step::Idle
+                    }
+                    Step::Packet(_) if shared.qp_type == QpType::Rc => {
+                        timeout = timeout_ms(inner.attrs.timeout);
+                        step
+                    }
+                    other => other,
+                }
+            };
+            match step {
+                Step::Packet(out) => crate::xmit::send(dev, ndev, &shared.routes, out),
+                Step::Again => continue,
+                Step::Idle | Step::Backlog => break,
+            }
+        }
+        // Packets await acknowledgement: check on them when the timeout runs out. Not
+        // for a dead QP: its destroy may have stopped the timer already (from the QP's
+        // work item, a run goes on while the destroy cancels the timer).
+        if let Some(ms) = timeout {
+            let inner = shared.inner.lock();
+            if !inner.dead {
+                dev.wq.run_after(shared, ms);
+            }
+        }
+    }
+}
+
+/// The acknowledgement timeout of a QP's `timeout` attribute (4.096 us * 2^timeout),
+/// in milliseconds; `None` for 0, which means "wait for ever".
+pub(super) fn timeout_ms(timeout: u8) -> Option<u32> {
+    if timeout == 0 {
+        return None;
+    }
+    let ns = 4096u64 << timeout.min(31);
+    Some(ns.div_ceil(1_000_000).min(u64::from(u32::MAX)) as u32)
 }
 
 /// Whether a packet to `av` would go to the device's loopback queue while it is full.

@@ -34,8 +34,9 @@ use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState, QpType},
 };
+use crate::loopback::LOOP_BACKLOG;
 use crate::mr::{self, need, AccessError, Fault};
-use crate::param::PORT;
+use crate::param::{self, PORT};
 use crate::roce::{
     frame::Ext,
     headers::{syndrome, Aeth, Bth},
@@ -48,6 +49,7 @@ use crate::wc::{
     wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
     WC_REM_INV_REQ_ERR, WC_SUCCESS,
 };
+use crate::wqe::{for_each_piece, Malformed, RecvWqe, MAX_RECV_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
 use kernel::{prelude::*, sync::Arc};
@@ -60,7 +62,6 @@ const ACK_CREDITS: u8 = syndrome::ACK | 0x1f;
 const ACK: u8 = 0x11;
 const ATOMIC_ACK: u8 = 0x12;
 const READ_RESPONSE_ONLY: u8 = 0x10;
-use crate::wqe::{for_each_piece, Malformed, RecvWqe, MAX_RECV_WQE};
 
 /// The message a connected QP is in the middle of receiving.
 // The receive WQE is kept by value: the state lives inside the QP and a WQE is moved
@@ -300,6 +301,112 @@ pub(crate) fn after_answers(
     inner: &mut QpInner,
 ) -> [Reply; 2] {
     [owed(ndev, shared, inner), inner.resp.later.take()]
+}
+
+impl RxeQp {
+    /// Sends the answers that wait (READ responses, atomic acknowledgements), one
+    /// packet at a time, in PSN order (one caller at a time, as the requester), then
+    /// the acknowledgement and the NAK that follow them. A run sends at most
+    /// [`param::RUN_BUDGET`] packets, and stops while the loopback queue it would add to
+    /// is full: the QP's work item goes on (a peer may ask for 2 GiB in one request).
+    pub(super) fn run_responder(
+        dev: &Device<RxeRs>,
+        ndev: &NetDevice,
+        shared: &Arc<Task<QpShared>>,
+    ) {
+        {
+            let mut inner = shared.inner.lock();
+            if inner.resp.busy {
+                inner.resp.again = true;
+                return;
+            }
+            inner.resp.busy = true;
+        }
+        // Keys are looked up, and packets of the QP handed on, in an RCU read-side
+        // section, as on every path of the data path (see `destroy`).
+        let _rcu = kernel::sync::rcu::read_lock();
+        let mut budget = param::RUN_BUDGET;
+        loop {
+            let out = {
+                let mut inner = shared.inner.lock();
+                let live = !inner.dead
+                    && matches!(
+                        inner.state,
+                        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+                    );
+                let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
+                let backlog = local && dev.loop_backlog() >= LOOP_BACKLOG;
+                if live && inner.resp.has_responses() && (budget == 0 || backlog) {
+                    // The rest is the work item's, now or once the loopback queue has
+                    // room (nothing queues a dead QP's).
+                    inner.resp.busy = false;
+                    inner.resp.again = false;
+                    inner.respond = true;
+                    drop(inner);
+                    if budget == 0 {
+                        dev.bulk_wq.run(shared);
+                    } else if !dev.wait_for_loopback(shared.qp_num()) {
+                        dev.wq.run(shared);
+                    }
+                    break;
+                }
+                budget = budget.saturating_sub(1);
+                let next = if live {
+                    next_response(dev, ndev, shared, &mut inner)
+                } else {
+                    Next::Idle
+                };
+                match next {
+                    Next::Packet(o) => Some(o),
+                    Next::Lost => None,
+                    Next::Idle if live && inner.resp.again => {
+                        inner.resp.again = false;
+                        None
+                    }
+                    Next::Idle => {
+                        inner.resp.busy = false;
+                        inner.resp.again = false;
+                        // The acknowledgement owed for requests after the ones answered,
+                        // and a NAK made meanwhile, follow the answers.
+                        let tail = if live && !inner.resp.has_responses() {
+                            after_answers(ndev, shared, &mut inner)
+                        } else {
+                            [None, None]
+                        };
+                        drop(inner);
+                        for o in tail.into_iter().flatten() {
+                            crate::xmit::send(dev, ndev, &shared.routes, o);
+                        }
+                        break;
+                    }
+                }
+            };
+            if let Some(o) = out {
+                crate::xmit::send(dev, ndev, &shared.routes, o);
+            }
+        }
+    }
+
+    /// Sends the acknowledgement the QP owes (see [`owed`]), unless READ
+    /// responses are still to go first (their sender sends it after them).
+    pub(crate) fn send_owed_ack(dev: &Device<RxeRs>, qp: &Arc<Task<QpShared>>) {
+        let out = {
+            let mut inner = qp.inner.lock();
+            inner.resp.ack_listed = false;
+            let live = matches!(
+                inner.state,
+                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+            );
+            if inner.dead || !live || inner.resp.has_responses() {
+                None
+            } else {
+                owed(&dev.ndev, qp, &mut inner)
+            }
+        };
+        if let Some(o) = out {
+            crate::xmit::send(dev, &dev.ndev, &qp.routes, o);
+        }
+    }
 }
 
 /// What the responder's next step gave.

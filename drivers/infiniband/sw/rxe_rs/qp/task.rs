@@ -5,7 +5,8 @@
 //! acknowledgement timeout and RNR timers.
 
 use super::odp::OdpWait;
-use super::{comp, req, timeout_ms, QpShared, RxeQp};
+use super::req::timeout_ms;
+use super::{comp, req, QpShared, RxeQp};
 use crate::fault::FaultWaiter;
 use crate::ib::{
     device::Device,
