@@ -29,6 +29,7 @@
 
 mod comp;
 mod flush;
+mod modify;
 mod odp;
 pub(crate) mod owed;
 mod post;
@@ -36,7 +37,6 @@ mod req;
 mod resp;
 mod task;
 
-use crate::ah::check_av;
 use crate::cq::CqHandle;
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
@@ -44,8 +44,7 @@ use crate::ib::{
     device::{eopnotsupp, Device, DeviceRef, Mtu},
     pd::PdId,
     qp::{
-        transition_ok, AddressVector, Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents,
-        QpInit, QpState, QpType,
+        AddressVector, Qp, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents, QpInit, QpState, QpType,
     },
     skb::RouteCache,
     task::Task,
@@ -83,17 +82,6 @@ const FIRST_QPN: u32 = 16;
 const GSI_QPN: u32 = 1;
 /// One above the highest QP number handed out (as rxe: QPNs are 20 bits).
 const QPN_LIMIT: u32 = 1 << 20;
-
-/// Access flags a QP may grant to remote peers and itself (`IB_ACCESS_*`).
-const SUPPORTED_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
-    | (1 << 1) // REMOTE_WRITE
-    | (1 << 2) // REMOTE_READ
-    | (1 << 3) // REMOTE_ATOMIC
-    | (1 << 4) // MW_BIND
-    | (1 << 6) // ON_DEMAND
-    | (1 << 8) // FLUSH_GLOBAL
-    | (1 << 9) // FLUSH_PERSISTENT
-    | crate::mr::OPTIONAL_ACCESS;
 
 /// The device's table of QP numbers.
 pub(crate) type QpTable = IdTable<Task<QpShared>>;
@@ -247,14 +235,6 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
     Ok(())
 }
 
-/// Rounds a count of outstanding RDMA READs and atomics up to a power of two, as rxe.
-fn round_rd_atomic(n: u8) -> u8 {
-    match n {
-        0 => 0,
-        n => u8::try_from(u32::from(n).next_power_of_two()).unwrap_or(u8::MAX),
-    }
-}
-
 impl RxeQp {
     pub(crate) fn create(
         dev: &Device<RxeRs>,
@@ -397,176 +377,6 @@ impl RxeQp {
             qp_num,
             cap,
         })
-    }
-
-    pub(crate) fn modify(qp: &Qp<RxeRs>, a: &QpAttr) -> Result {
-        if a.mask.has_unknown_bits() || a.rate_limit.is_some() {
-            return Err(eopnotsupp());
-        }
-        // Check every attribute before changing anything.
-        if a.cap.is_some() {
-            return Err(EINVAL);
-        }
-        if a.port_num.is_some_and(|p| p != crate::param::PORT)
-            || a.pkey_index.is_some_and(|i| i >= param::PORT_PKEY_TBL_LEN)
-            || a.timeout.is_some_and(|t| t > 31)
-            || a.retry_cnt.is_some_and(|r| r > 7)
-            || a.rnr_retry.is_some_and(|r| r > 7)
-            || a.min_rnr_timer.is_some_and(|t| t > 31)
-            || a.max_rd_atomic
-                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
-            || a.max_dest_rd_atomic
-                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
-        {
-            return Err(EINVAL);
-        }
-        if let Some(f) = a.access_flags {
-            if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) || f & !SUPPORTED_ACCESS != 0 {
-                return Err(EINVAL);
-            }
-        }
-        if let Some(av) = &a.av {
-            check_av(av)?;
-        }
-        if let Some((av, port, pkey, timeout)) = &a.alt_path {
-            check_av(av)?;
-            if *port != crate::param::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
-                return Err(EINVAL);
-            }
-        }
-
-        let wq = &qp.device().wq;
-        let mut inner = qp.shared.inner.lock();
-        let cur = a.cur_state.unwrap_or(inner.state);
-        let new = a.state.unwrap_or(cur);
-        if !transition_ok(cur, new, qp.qp_type, a.mask) {
-            return Err(EINVAL);
-        }
-        // Room for the events this change may raise, before anything changes.
-        inner.pending.reserve(2, GFP_ATOMIC)?;
-
-        let at = &mut inner.attrs;
-        if let Some(v) = a.en_sqd_async_notify {
-            at.en_sqd_async_notify = v;
-        }
-        if let Some(v) = a.access_flags {
-            at.access_flags = v;
-        }
-        if let Some(v) = a.pkey_index {
-            at.pkey_index = v;
-        }
-        if let Some(v) = a.port_num {
-            at.port_num = v;
-        }
-        if let Some(v) = a.qkey {
-            at.qkey = v;
-        }
-        if let Some(v) = a.av {
-            at.av = v;
-        }
-        if let Some((av, port, pkey, timeout)) = a.alt_path {
-            at.alt_av = av;
-            at.alt_port_num = port;
-            at.alt_pkey_index = pkey;
-            at.alt_timeout = timeout;
-        }
-        if let Some(v) = a.path_mtu {
-            at.path_mtu = Some(v);
-        }
-        if let Some(v) = a.timeout {
-            at.timeout = v;
-        }
-        if let Some(v) = a.retry_cnt {
-            at.retry_cnt = v;
-        }
-        if let Some(v) = a.rnr_retry {
-            at.rnr_retry = v;
-        }
-        if let Some(v) = a.rq_psn {
-            at.rq_psn = v & PSN_MASK;
-        }
-        if let Some(v) = a.sq_psn {
-            at.sq_psn = v & PSN_MASK;
-        }
-        if let Some(v) = a.max_rd_atomic {
-            at.max_rd_atomic = round_rd_atomic(v);
-        }
-        if let Some(v) = a.max_dest_rd_atomic {
-            at.max_dest_rd_atomic = round_rd_atomic(v);
-        }
-        if let Some(v) = a.min_rnr_timer {
-            at.min_rnr_timer = v;
-        }
-        if let Some(v) = a.path_mig_state {
-            at.path_mig_state = v;
-        }
-        if let Some(v) = a.dest_qp_num {
-            at.dest_qp_num = v & QPN_MASK;
-        }
-        if a.sq_psn.is_some() {
-            inner.req_psn = inner.attrs.sq_psn;
-        }
-        if a.rq_psn.is_some() {
-            inner.resp.psn = inner.attrs.rq_psn;
-        }
-
-        let mut wake = false;
-        if let Some(state) = a.state {
-            inner.state = state;
-            match state {
-                QpState::Reset => {
-                    inner.sq.reset();
-                    if let Some(rq) = &mut inner.rq {
-                        rq.reset();
-                    }
-                    inner.req.reset();
-                    inner.resp.reset(0);
-                    inner.req_psn = 0;
-                    inner.rnr_wait = false;
-                    inner.odp = [None; OdpWait::COUNT];
-                    inner.odp_ended = [false; OdpWait::COUNT];
-                    inner.odp_failed = [false; OdpWait::COUNT];
-                    inner.odp_epoch = inner.odp_epoch.wrapping_add(1);
-                }
-                QpState::Rtr if cur != QpState::Rtr => {
-                    let psn = inner.attrs.rq_psn;
-                    inner.resp.reset(psn);
-                }
-                QpState::Rts if cur != QpState::Rts => {
-                    inner.rnr_left = inner.attrs.rnr_retry;
-                    inner.retry_left = inner.attrs.retry_cnt;
-                    // Back from SQD: what a run left to the work item (its budget
-                    // spent) is sent now.
-                    if cur == QpState::Sqd {
-                        inner.kick = true;
-                        wake = true;
-                    }
-                }
-                QpState::Err => {
-                    Self::flush(&qp.shared, &mut inner, wq);
-                    // An SRQ-attached QP in error takes no more receives from the SRQ
-                    // (none is ever in progress: each message is taken whole): say so,
-                    // once per entry into ERR.
-                    if qp.shared.srq.is_some() && cur != QpState::Err {
-                        inner.pending.push(QpEvent::LastWqeReached, GFP_ATOMIC)?;
-                        wake = true;
-                    }
-                }
-                QpState::Sqd => {
-                    // Nothing is ever in flight yet, so the send queue is drained at once.
-                    if inner.attrs.en_sqd_async_notify {
-                        inner.pending.push(QpEvent::SqDrained, GFP_ATOMIC)?;
-                        wake = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-        drop(inner);
-        if wake {
-            wq.run(&qp.shared);
-        }
-        Ok(())
     }
 
     /// Posts a completion of the QP's work to its send CQ, or its receive CQ if `recv`.
@@ -756,8 +566,3 @@ impl RxeQp {
         Task::cancel(&qp.shared);
     }
 }
-
-/// PSNs are 24 bits.
-const PSN_MASK: u32 = (1 << 24) - 1;
-/// QP numbers are 24 bits on the wire.
-const QPN_MASK: u32 = (1 << 24) - 1;
