@@ -28,6 +28,7 @@
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 
 mod comp;
+mod create;
 mod flush;
 mod modify;
 mod odp;
@@ -38,30 +39,25 @@ mod resp;
 mod task;
 
 use crate::cq::CqHandle;
-use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
+use crate::ib::sync::SpinLockIrq;
 use crate::ib::{
-    cq::UserCall,
-    device::{eopnotsupp, Device, DeviceRef, Mtu},
+    device::{Device, DeviceRef, Mtu},
     pd::PdId,
-    qp::{
-        AddressVector, Qp, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents, QpInit, QpState, QpType,
-    },
+    qp::{AddressVector, Qp, QpAttrs, QpCap, QpEvent, QpEvents, QpState, QpType},
     skb::RouteCache,
     task::Task,
     wr::WcQp,
 };
 use crate::mr::Fault;
-use crate::param::{self, Charge, Quota};
+use crate::param::Charge;
 use crate::queue::WqeRing;
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wc::Completion;
-use crate::wqe::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use comp::After;
 use kernel::{
-    new_spinlock,
     prelude::*,
     sync::{atomic::Atomic, Arc},
 };
@@ -222,163 +218,7 @@ pub(crate) struct RxeQp {
     _charge: Charge,
 }
 
-fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
-    if cap.max_send_wr > param::MAX_QP_WR
-        || cap.max_send_sge > param::MAX_SGE
-        || cap.max_inline_data > param::MAX_INLINE_DATA
-    {
-        return Err(EINVAL);
-    }
-    if !has_srq && (cap.max_recv_wr > param::MAX_QP_WR || cap.max_recv_sge > param::MAX_SGE) {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
-
 impl RxeQp {
-    pub(crate) fn create(
-        dev: &Device<RxeRs>,
-        init: &QpInit<'_, RxeRs>,
-        user: Option<&UserCall<'_, RxeRs>>,
-        events: &Arc<QpEvents>,
-    ) -> Result<QpCreated<Self>> {
-        if init.create_flags != 0 {
-            return Err(eopnotsupp());
-        }
-        match user {
-            // QP1 is ib_mad's, never a process's.
-            Some(_) if init.qp_type == QpType::Gsi => return Err(EINVAL),
-            Some(user) => user.udata.require_empty_input()?,
-            None => {}
-        }
-        check_cap(&init.cap, init.srq.is_some())?;
-        let charge = Quota::charge(&dev.qps)?;
-
-        // A send WQE holds either its SGEs or its inline data: room for the larger.
-        let wqe_room = (init.cap.max_send_sge * SGE_LEN).max(init.cap.max_inline_data);
-        let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room as usize, user)?;
-        // With an SRQ there is no receive ring (and librxe maps none).
-        let rq = match init.srq {
-            Some(_) => None,
-            None => Some(WqeRing::new(
-                init.cap.max_recv_wr,
-                RECV_WQE_HDR + (init.cap.max_recv_sge * SGE_LEN) as usize,
-                user,
-            )?),
-        };
-        let cap = QpCap {
-            max_send_wr: sq.capacity(),
-            max_send_sge: wqe_room / SGE_LEN,
-            max_inline_data: wqe_room,
-            max_recv_wr: rq.as_ref().map_or(0, WqeRing::capacity),
-            max_recv_sge: if rq.is_some() {
-                init.cap.max_recv_sge
-            } else {
-                0
-            },
-        };
-        // `struct rxe_create_qp_resp`: the receive ring, then the send ring.
-        let mut resp = [0u8; 32];
-        if let Some(rq) = &rq {
-            resp[..16].copy_from_slice(&rq.mminfo());
-        }
-        resp[16..].copy_from_slice(&sq.mminfo());
-
-        let (send_cq, recv_cq) = (init.send_cq.handle().clone(), init.recv_cq.handle().clone());
-        let srq = init.srq.map(|s| s.handle().clone());
-        let slots = match init.qp_type {
-            QpType::Rc | QpType::Uc => sq.slots(),
-            _ => 0,
-        };
-        let req = ReqState::new(slots)?;
-        let responder = RespState::new(if init.qp_type == QpType::Rc {
-            param::MAX_QP_RD_ATOM as usize
-        } else {
-            0
-        })?;
-        let dev_ref = dev.get_ref().ok_or(ENODEV)?;
-        let shared = Task::new(try_pin_init!(QpShared {
-            wc_qp: init.wc_qp,
-            qp_type: init.qp_type,
-            pd: init.pd,
-            sq_sig_all: init.sq_sig_all,
-            sq_max_sge: cap.max_send_sge,
-            sq_max_inline: cap.max_inline_data,
-            rq_max_sge: cap.max_recv_sge,
-            qp_num: Number::new(),
-            tx_cpu: Atomic::new(NO_CPU),
-            inner <- new_spinlock_irq!(QpInner {
-                state: QpState::Reset,
-                attrs: Attrs {
-                    port_num: crate::param::PORT,
-                    ..Default::default()
-                },
-                sq,
-                rq,
-                req_psn: 0,
-                req,
-                resp: responder,
-                rnr_left: 0,
-                retry_left: 0,
-                rnr_wait: false,
-                progress: false,
-                kick: false,
-                respond: false,
-                dead: false,
-                pending: KVec::new(),
-                odp: [None; OdpWait::COUNT],
-                odp_busy: [false; OdpWait::COUNT],
-                odp_ended: [false; OdpWait::COUNT],
-                odp_failed: [false; OdpWait::COUNT],
-                odp_epoch: 0,
-            }),
-            routes <- RouteCache::new(),
-            send_cq,
-            recv_cq,
-            srq,
-            events: events.clone(),
-            link: Arc::pin_init(
-                pin_init!(FaultLink {
-                    qp <- new_spinlock!(None),
-                    granted <- new_spinlock!(None),
-                    lines <- new_spinlock!([0; OdpWait::COUNT]),
-                }),
-                GFP_KERNEL,
-            )?,
-            dev: dev_ref,
-        }))?;
-        // The process learns where its rings are before the QP is published: a failed
-        // answer (a bad response pointer) then leaves nothing that a packet could have
-        // found, and the QP goes as it came, in process context.
-        if let Some(user) = user {
-            user.udata.respond(&resp)?;
-        }
-        // Once published, a packet may ask for a fault, which must find its way back.
-        *shared.link.qp.lock() = Some(shared.clone());
-        // The GSI QP is QP1 (one port, so one of them); the others are numbered from
-        // the table's range.
-        let published = if init.qp_type == QpType::Gsi {
-            dev.qp_table.insert_at(GSI_QPN, &shared).map(|()| GSI_QPN)
-        } else {
-            dev.qp_table.insert(&shared, GFP_KERNEL)
-        };
-        let qp_num = published.inspect_err(|_| drop(shared.link.qp.lock().take()))?;
-        let qp = Self {
-            shared,
-            qp_type: init.qp_type,
-            sq_sig_all: init.sq_sig_all,
-            sq_max_sge: cap.max_send_sge,
-            sq_max_inline: cap.max_inline_data,
-            rq_max_sge: cap.max_recv_sge,
-            _charge: charge,
-        };
-        Ok(QpCreated {
-            data: qp,
-            qp_num,
-            cap,
-        })
-    }
-
     /// Posts a completion of the QP's work to its send CQ, or its receive CQ if `recv`.
     ///
     /// A completion the CQ has no room for is lost (the CQ's consumer gets
