@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The rxe_rs device: creation on top of a netdev, attributes, ports.
+//! The rxe_rs device: creation on top of a netdev, attributes, ports, and the driver's
+//! verbs ([`RxeRs`]'s [`Driver`] impl), each of which hands over to its object's file.
 //!
 //! A device has one port, bound to the netdev it was created on. It presents itself as
 //! rxe does (driver id `RDMA_DRIVER_RXE`, uverbs ABI 2), which is what librxe binds to.

@@ -15,17 +15,37 @@
 //!
 //! The data path runs under the QP's lock one step at a time and sends each packet once
 //! the lock is released, in three places: the requester ([`RxeQp::run_requester`], steps
-//! in `req`) when the process rings the doorbell or a kernel consumer posts; the
-//! responder and the completer ([`RxeQp::receive`], `resp` and `comp`) in the context a
-//! packet arrives in; and the QP's work item (the [`TaskRun`] of [`QpShared`]), which
-//! goes on with what a run left at its budget ([`param::RUN_BUDGET`]) or at a full
-//! loopback queue, sends the READ responses and atomic acknowledgements that wait
-//! ([`RxeQp::run_responder`]), runs the retry and RNR timers, and resumes work that
-//! waited for the pages of an on-demand MR.
+//! in [`req`]) when the process rings the doorbell or a kernel consumer posts; the
+//! responder and the completer ([`RxeQp::receive`], [`resp`] and [`comp`]) in the
+//! context a packet arrives in; and the QP's work item (the `TaskRun` of [`QpShared`],
+//! see [`task`]), which goes on with what a run left at its budget
+//! ([`crate::param::RUN_BUDGET`]) or at a full loopback queue, sends the READ responses
+//! and atomic acknowledgements that wait ([`RxeQp::run_responder`]), runs the retry and
+//! RNR timers, and resumes work that waited for the pages of an on-demand MR.
 //!
 //! Destroy marks the QP dead under its lock, unpublishes its number, and drops its rings
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
+//!
+//! Where each part is (the verbs and the runners are methods of [`RxeQp`] in whichever
+//! file holds them):
+//!
+//! | part                                                          | where      |
+//! |---------------------------------------------------------------|------------|
+//! | the QP: [`RxeQp`], [`QpShared`], [`QpInner`], [`QpTable`]     | this file  |
+//! | completions and events for every phase (`complete`, `raise`)  | this file  |
+//! | `create_qp`                                                   | [`create`] |
+//! | `modify_qp`: checks, attributes, state entries                | [`modify`] |
+//! | `query_qp`, `destroy_qp`, `attach_mcast`, `detach_mcast`      | this file  |
+//! | `post_send`, `post_recv`, the doorbell                        | [`post`]   |
+//! | the flush; entry into the error state from the data path      | [`flush`]  |
+//! | a packet in ([`RxeQp::receive`]): requests, responses         | this file  |
+//! | the requester (send queue to packets), its runner             | [`req`]    |
+//! | the responder (requests, READ and atomic answers), its runner | [`resp`]   |
+//! | the completer (responses to the requester, go-back-N)         | [`comp`]   |
+//! | the work item, the retry and RNR timers                       | [`task`]   |
+//! | waits for the pages of on-demand MRs                          | [`odp`]    |
+//! | acknowledgements and requester runs owed after a batch        | [`owed`]   |
 
 mod comp;
 mod create;
