@@ -56,6 +56,9 @@ export EXCEPT=${EXCEPT-'_ipv6$|_lat$|^rc_address_readded|_pingpong_ipv4$|^perfte
 # (python3 took over 40 s to start stall9p.py with the host's cores shared by three
 # guests and a build). A wait ends as soon as what it waits for holds.
 export WAIT_S=${WAIT_S:-180} TOOL_S=${TOOL_S:-90}
+# The delete and rmmod beside a fault that sleeps must end before it does: within two
+# minutes here.
+export ODP_STUCK_S=${ODP_STUCK_S:-120}
 # Fewer objects in the loops of objects (1000 CQs, 300 QPs, 60 rounds of every object
 # on the test kernel).
 export CQ_MANY=${CQ_MANY:-200} QP_MANY=${QP_MANY:-60} STRESS_ROUNDS=${STRESS_ROUNDS:-15}
