@@ -896,7 +896,9 @@ def main():
     if hasattr(t, "publish"):
         t.publish(d)
     log(f"ready {t.ready()}")
-    wait_file(os.path.join(d, "listen"), 60)
+    # The sender's python takes long to start on a slow kernel: at least a minute, and
+    # WAIT_S when the guest's waits are longer (the debug kernel's).
+    wait_file(os.path.join(d, "listen"), max(60.0, float(os.environ.get("WAIT_S", "60"))))
     t.start()
     log("posted")
     if hasattr(t, "until"):
