@@ -100,17 +100,18 @@ stage_end
 # make check is to end within RXE_RS_CHECK_BUDGET_S seconds (80 minutes) of its start
 # even on a host slower than expected: each guest gets as DEADLINE (seconds after its
 # boot, after which it starts no test) what is left of that budget when it boots, less
-# $debug_tail for the test then running and the sanitizers' verdicts; the tests not
-# started are named as skipped.
+# a tail for the test then running and the sanitizers' verdicts (15 minutes for the
+# first guest, whose longest test took 8; 7 for the second, whose longest took 4); the
+# tests not started are named as skipped.
 debug_split=kernel_nvme_over_rdma
 debug_pids= debug_t0=
 check_end=$((T0 + ${RXE_RS_CHECK_BUDGET_S:-4800}))
-debug_tail=900
 # Runs debug guest PART (1 or 2) in the foreground: sanitized.sh with the environment ENV,
-# in a share of its own; its exit status goes to debug-PART.rc, the seconds at which it
-# started and ended (since make check's start) to debug-PART.times.
+# in a share of its own, its DEADLINE leaving TAIL seconds of the budget; its exit status
+# goes to debug-PART.rc, the seconds at which it started and ended (since make check's
+# start) to debug-PART.times.
 run_debug() {
-	local part=$1 env=$2 share=$TOP_DIR/build/share-debug-$1 t deadline
+	local part=$1 env=$2 debug_tail=$3 share=$TOP_DIR/build/share-debug-$1 t deadline
 	t=$(date +%s)
 	deadline=$((check_end - t - debug_tail))
 	[ $deadline -gt 0 ] || deadline=1
@@ -135,8 +136,8 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	debug_t0=$(date +%s)
 	(
 		set +e
-		run_debug 1 "UNTIL=$debug_split"
-		if claim_debug_2; then run_debug 2 "AFTER=$debug_split"; fi
+		run_debug 1 "UNTIL=$debug_split" 900
+		if claim_debug_2; then run_debug 2 "AFTER=$debug_split" 420; fi
 	) &
 	debug_pids=$!
 fi
@@ -295,7 +296,7 @@ elif [ -n "$debug_pids" ]; then
 	if claim_debug_2; then
 		(
 			set +e
-			run_debug 2 "AFTER=$debug_split"
+			run_debug 2 "AFTER=$debug_split" 420
 		) &
 		debug_pids="$debug_pids $!"
 	fi
