@@ -806,6 +806,9 @@ listening() {
 }
 # serving PORT PID [cm]: PORT is listened on, or PID has ended (so waiting is over).
 serving() { listening "$1" "${3:-}" || ! alive "$2"; }
+# await_server PORT PID [cm]: waits until server PID listens on PORT or has ended;
+# succeeds if it listens.
+await_server() { wait_for serving "$@"; listening "$1" "${3:-}"; }
 # pair PORT SERVER CLIENT: starts the server command in the background, waits until it
 # listens on PORT, runs the client command, then waits for the server (both under
 # timeout; the server is stopped at once if the client failed). Fails if either failed.
@@ -815,8 +818,7 @@ pair() {
 	case $2 in rping* | ucmatose* | udaddy*) cm=cm ;; esac
 	timeout "$TO" $2 > /tmp/server.out 2>&1 &
 	spid=$!
-	wait_for serving "$1" "$spid" $cm
-	if ! listening "$1" $cm; then
+	if ! await_server "$1" "$spid" $cm; then
 		echo "server not listening on $1: $2"; kill "$spid" 2>/dev/null; wait "$spid"
 		echo "server exit $?:"; cat /tmp/server.out; return 1
 	fi
@@ -1432,8 +1434,7 @@ t_netem_rc() {
 	modprobe -a rdma_cm rdma_ucm || return 1
 	timeout "$TO" rping -s -a 10.9.0.1 -V -C "$NETEM_ITERS" -S 60000 > /tmp/server.out 2>&1 &
 	spid=$!
-	wait_for serving 7174 "$spid" cm
-	listening 7174 cm || { echo "rping server not listening"; kill "$spid"; return 1; }
+	await_server 7174 "$spid" cm || { echo "rping server not listening"; kill "$spid"; return 1; }
 	ip netns exec tpeer timeout "$TO" rping -c -a 10.9.0.1 -V -C "$NETEM_ITERS" -S 60000 \
 		> /tmp/client.out 2>&1
 	crc=$?
@@ -1468,8 +1469,7 @@ t_rc_addr_readded() {
 	srv="ibv_rc_pingpong -d $DEV -g $i0 -n $n -s 4096 -c"
 	timeout "$TO" $srv > /tmp/server.out 2>&1 &
 	spid=$!
-	wait_for serving 18515 "$spid"
-	listening 18515 || { echo "server not listening"; kill "$spid"; return 1; }
+	await_server 18515 "$spid" || { echo "server not listening"; kill "$spid"; return 1; }
 	ip netns exec tpeer timeout "$TO" ibv_rc_pingpong -d tdevp -g "$i1" -n $n -s 4096 -c \
 		10.9.0.1 > /tmp/client.out 2>&1 &
 	cpid=$!
