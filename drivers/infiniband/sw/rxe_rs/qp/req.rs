@@ -47,6 +47,7 @@ use crate::wc::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_
 use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
+use core::ops::ControlFlow;
 use kernel::{
     cpu::CpuId,
     prelude::*,
@@ -348,141 +349,218 @@ fn connected(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
 ) -> Step {
-    let mtu = inner.mtu_bytes();
     if has_unsent(inner) && backlogged(dev, &inner.attrs.av) {
         return Step::Backlog;
     }
     let (index, offset) = match inner.req.cur {
         Some(c) => c,
-        None => {
-            let index = inner.req.next;
-            if index == inner.sq.producer() {
-                return Step::Idle;
-            }
-            // Sending again after a NAK or a timeout: a local operation was carried
-            // out already.
-            if inner.req.record(index).local {
-                inner.req.next = inner.sq.next_index(index);
-                return Step::Again;
-            }
-            // Stop while the window of unacknowledged PSNs is full.
-            if index != inner.sq.consumer() {
-                let oldest = inner.req.record(inner.sq.consumer()).first_psn;
-                if psn::diff(inner.req_psn, oldest) >= WINDOW {
-                    return Step::Idle;
-                }
-            }
-            let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-            let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
-                Ok(w) => w,
-                Err(m) => {
-                    fail(dev, shared, inner, index, m.wr_id, WC_LOC_LEN_ERR);
-                    return Step::Again;
-                }
-            };
-            let rc = shared.qp_type == QpType::Rc;
-            let allowed = match wqe.opcode {
-                op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => true,
-                op::LOCAL_INV | op::BIND_MW => true,
-                op::RDMA_READ
-                | op::ATOMIC_CMP_AND_SWP
-                | op::ATOMIC_FETCH_AND_ADD
-                | op::SEND_WITH_INV
-                | op::FLUSH
-                | op::ATOMIC_WRITE => rc,
-                // Only a kernel consumer registers (the request names its MR), and
-                // only kernel consumers have READ with invalidate.
-                op::REG_MR => !inner.sq.is_user(),
-                op::RDMA_READ_WITH_INV => rc && !inner.sq.is_user(),
-                _ => false,
-            };
-            if !allowed {
-                fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_QP_OP_ERR);
-                return Step::Again;
-            }
-            if is_local(wqe.opcode) {
-                // A fenced one waits for the READs and atomics before it.
-                if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
-                    return Step::Idle;
-                }
-                if let Err(status) = local_op(dev, shared, &wqe) {
-                    fail(dev, shared, inner, index, wqe.wr_id, status);
-                    return Step::Again;
-                }
-                // It takes no PSN, and completes with the WQE before it (at once if
-                // there is none waiting).
-                let rec = SentWqe {
-                    wr_id: wqe.wr_id,
-                    opcode: wqe.opcode,
-                    flags: wqe.flags,
-                    length: 0,
-                    first_psn: inner.req_psn,
-                    last_psn: psn::add(inner.req_psn, psn::PSN_MASK),
-                    local: true,
-                };
-                if let Some(slot) = inner.req.sent.get_mut(index as usize) {
-                    *slot = rec;
-                }
-                inner.req.next = inner.sq.next_index(index);
-                if index == inner.sq.consumer() {
-                    complete_head(dev, shared, inner, rec);
-                }
-                return Step::Again;
-            }
-            let atomic = is_atomic(wqe.opcode);
-            if atomic && wqe.length < 8 {
-                fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_LEN_ERR);
-                return Step::Again;
-            }
-            if is_read_or_atomic(wqe.opcode) {
-                // No more outstanding than the QP may have in flight.
-                if inner.req.rd_pending >= u32::from(inner.attrs.max_rd_atomic).max(1) {
-                    return Step::Idle;
-                }
-            }
-            // A fenced WQE waits for the READs and atomics before it.
-            if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
-                return Step::Idle;
-            }
-            // A READ takes one PSN per response packet; the other requests answered
-            // with a response (atomics, FLUSH, ATOMIC WRITE) one.
-            let packets = if is_read_or_atomic(wqe.opcode) && !is_read(wqe.opcode) {
-                1
-            } else {
-                wqe.length.div_ceil(mtu).max(1)
-            };
-            if is_read_or_atomic(wqe.opcode) {
-                inner.req.rd_pending += 1;
-            }
-            let first_psn = inner.req_psn;
-            if let Some(slot) = inner.req.sent.get_mut(index as usize) {
-                *slot = SentWqe {
-                    wr_id: wqe.wr_id,
-                    opcode: wqe.opcode,
-                    flags: wqe.flags,
-                    length: wqe.length,
-                    first_psn,
-                    last_psn: psn::add(first_psn, packets - 1),
-                    local: false,
-                };
-            }
-            (index, 0)
-        }
+        None => match start(dev, shared, inner) {
+            ControlFlow::Continue(index) => (index, 0),
+            ControlFlow::Break(step) => return step,
+        },
     };
-    let rec = inner.req.record(index);
-    // Read the slot again; it must still be the WQE that was started.
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
-        Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => w,
-        _ => {
-            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
-            return Step::Again;
-        }
+    let Some((rec, wqe)) = current(dev, shared, inner, index) else {
+        return Step::Again;
     };
     if is_read_or_atomic(rec.opcode) {
-        return read_or_atomic(dev, ndev, shared, inner, (index, offset), rec, &wqe);
+        read_or_atomic(dev, ndev, shared, inner, (index, offset), rec, &wqe)
+    } else {
+        send_or_write(dev, ndev, shared, inner, (index, offset), rec, &wqe)
     }
-    let payload = (rec.length - offset).min(mtu);
+}
+
+/// Starts the next WQE of a connected QP: `Continue` with its index once its record is
+/// made and its first packet may be built, or `Break` with what the requester does
+/// instead (nothing to start, the window or a fence holds it, or it was completed
+/// without a packet: failed, or a local operation).
+fn start(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+) -> ControlFlow<Step, u32> {
+    let index = inner.req.next;
+    if index == inner.sq.producer() {
+        return ControlFlow::Break(Step::Idle);
+    }
+    // Sending again after a NAK or a timeout: a local operation was carried
+    // out already.
+    if inner.req.record(index).local {
+        inner.req.next = inner.sq.next_index(index);
+        return ControlFlow::Break(Step::Again);
+    }
+    // Stop while the window of unacknowledged PSNs is full.
+    if index != inner.sq.consumer() {
+        let oldest = inner.req.record(inner.sq.consumer()).first_psn;
+        if psn::diff(inner.req_psn, oldest) >= WINDOW {
+            return ControlFlow::Break(Step::Idle);
+        }
+    }
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
+    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) => w,
+        Err(m) => {
+            fail(dev, shared, inner, index, m.wr_id, WC_LOC_LEN_ERR);
+            return ControlFlow::Break(Step::Again);
+        }
+    };
+    if !allowed(shared.qp_type, inner.sq.is_user(), wqe.opcode) {
+        fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_QP_OP_ERR);
+        return ControlFlow::Break(Step::Again);
+    }
+    if is_local(wqe.opcode) {
+        return ControlFlow::Break(start_local(dev, shared, inner, index, &wqe));
+    }
+    may_start(dev, shared, inner, index, &wqe)?;
+    record_start(inner, index, &wqe);
+    ControlFlow::Continue(index)
+}
+
+/// Whether a QP of type `qp_type` may carry a WQE of `opcode` (`is_user`: posted by a
+/// process).
+fn allowed(qp_type: QpType, is_user: bool, opcode: u32) -> bool {
+    let rc = qp_type == QpType::Rc;
+    match opcode {
+        op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => true,
+        op::LOCAL_INV | op::BIND_MW => true,
+        op::RDMA_READ
+        | op::ATOMIC_CMP_AND_SWP
+        | op::ATOMIC_FETCH_AND_ADD
+        | op::SEND_WITH_INV
+        | op::FLUSH
+        | op::ATOMIC_WRITE => rc,
+        // Only a kernel consumer registers (the request names its MR), and
+        // only kernel consumers have READ with invalidate.
+        op::REG_MR => !is_user,
+        op::RDMA_READ_WITH_INV => rc && !is_user,
+        _ => false,
+    }
+}
+
+/// Starts a local operation at `index`: carries it out, and completes it with the
+/// WQE before it (at once if there is none waiting).
+fn start_local(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    index: u32,
+    wqe: &SendWqe,
+) -> Step {
+    // A fenced one waits for the READs and atomics before it.
+    if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+        return Step::Idle;
+    }
+    if let Err(status) = local_op(dev, shared, wqe) {
+        fail(dev, shared, inner, index, wqe.wr_id, status);
+        return Step::Again;
+    }
+    // It takes no PSN, and completes with the WQE before it (at once if
+    // there is none waiting).
+    let rec = SentWqe {
+        wr_id: wqe.wr_id,
+        opcode: wqe.opcode,
+        flags: wqe.flags,
+        length: 0,
+        first_psn: inner.req_psn,
+        last_psn: psn::add(inner.req_psn, psn::PSN_MASK),
+        local: true,
+    };
+    if let Some(slot) = inner.req.sent.get_mut(index as usize) {
+        *slot = rec;
+    }
+    inner.req.next = inner.sq.next_index(index);
+    if index == inner.sq.consumer() {
+        complete_head(dev, shared, inner, rec);
+    }
+    Step::Again
+}
+
+/// Whether the WQE at `index` may start now: `Break` when it fails (an atomic shorter
+/// than its operand) or must wait (the READ and atomic limit, a fence).
+fn may_start(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    index: u32,
+    wqe: &SendWqe,
+) -> ControlFlow<Step> {
+    if is_atomic(wqe.opcode) && wqe.length < 8 {
+        fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_LEN_ERR);
+        return ControlFlow::Break(Step::Again);
+    }
+    if is_read_or_atomic(wqe.opcode) {
+        // No more outstanding than the QP may have in flight.
+        if inner.req.rd_pending >= u32::from(inner.attrs.max_rd_atomic).max(1) {
+            return ControlFlow::Break(Step::Idle);
+        }
+    }
+    // A fenced WQE waits for the READs and atomics before it.
+    if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+        return ControlFlow::Break(Step::Idle);
+    }
+    ControlFlow::Continue(())
+}
+
+/// Records the start of the WQE at `index`: the PSNs it takes, and one more READ or
+/// atomic outstanding.
+fn record_start(inner: &mut QpInner, index: u32, wqe: &SendWqe) {
+    // A READ takes one PSN per response packet; the other requests answered
+    // with a response (atomics, FLUSH, ATOMIC WRITE) one.
+    let packets = if is_read_or_atomic(wqe.opcode) && !is_read(wqe.opcode) {
+        1
+    } else {
+        wqe.length.div_ceil(inner.mtu_bytes()).max(1)
+    };
+    if is_read_or_atomic(wqe.opcode) {
+        inner.req.rd_pending += 1;
+    }
+    let first_psn = inner.req_psn;
+    if let Some(slot) = inner.req.sent.get_mut(index as usize) {
+        *slot = SentWqe {
+            wr_id: wqe.wr_id,
+            opcode: wqe.opcode,
+            flags: wqe.flags,
+            length: wqe.length,
+            first_psn,
+            last_psn: psn::add(first_psn, packets - 1),
+            local: false,
+        };
+    }
+}
+
+/// The WQE at `index` and its record, read again from the ring: it must still be the
+/// WQE that was started (its process can rewrite the slot meanwhile). One that changed
+/// fails, and `None` is returned.
+fn current(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    index: u32,
+) -> Option<(SentWqe, SendWqe)> {
+    let rec = inner.req.record(index);
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
+    match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => {
+            Some((rec, w))
+        }
+        _ => {
+            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+            None
+        }
+    }
+}
+
+/// The next packet of a SEND or RDMA WRITE of a connected QP: the one at `offset` of
+/// the WQE at `index`.
+fn send_or_write(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    (index, offset): (u32, u32),
+    rec: SentWqe,
+    wqe: &SendWqe,
+) -> Step {
+    let payload = (rec.length - offset).min(inner.mtu_bytes());
     let first = offset == 0;
     let last = offset + payload == rec.length;
     let rc = shared.qp_type == QpType::Rc;
@@ -520,7 +598,7 @@ fn connected(
         &bth,
         &ext,
         payload as usize,
-        |out| gather_at(dev, shared, &wqe, offset as usize, out, &mut fault),
+        |out| gather_at(dev, shared, wqe, offset as usize, out, &mut fault),
     );
     if let Some(f) = fault {
         if RxeQp::fault(dev, shared, inner, f, OdpWait::Requester) {
