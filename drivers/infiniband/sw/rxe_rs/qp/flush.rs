@@ -3,7 +3,6 @@
 //! The flush of a QP's work: entry into the error state from the data path, and the
 //! `WR_FLUSH_ERR` completions of everything outstanding in both queues.
 
-use super::resp::Msg;
 use super::{QpInner, QpShared, RxeQp};
 use crate::ib::{
     device::Device,
@@ -43,14 +42,7 @@ impl RxeQp {
         inner.req.cur = None;
         inner.req.next = inner.sq.consumer();
         inner.rnr_wait = false;
-        // The receive WQE a message was being placed into, and one held for a message
-        // that could not start yet, were taken before those still in the ring.
-        let in_progress = match inner.resp.msg.take() {
-            Some(Msg::Send(wqe, _)) => Some(wqe),
-            _ => None,
-        };
-        let held = inner.resp.held.take();
-        for wqe in [in_progress, held].into_iter().flatten() {
+        for wqe in inner.resp.take_unfinished().into_iter().flatten() {
             let c = Completion {
                 wr_id: wqe.wr_id,
                 status: WC_WR_FLUSH_ERR,

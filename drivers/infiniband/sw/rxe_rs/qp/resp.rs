@@ -67,7 +67,7 @@ const READ_RESPONSE_ONLY: u8 = 0x10;
 // The receive WQE is kept by value: the state lives inside the QP and a WQE is moved
 // only as a message starts and ends.
 #[allow(clippy::large_enum_variant)]
-pub(crate) enum Msg {
+enum Msg {
     /// A SEND into a receive WQE; bytes received so far.
     Send(RecvWqe, u32),
     /// An RDMA WRITE: its rkey (`None` for length 0), where the next byte goes, what
@@ -108,7 +108,7 @@ pub(crate) struct RespState {
     pub(crate) psn: u32,
     /// Messages completed (24 bits), reported in acknowledgements.
     pub(crate) msn: u32,
-    pub(crate) msg: Option<Msg>,
+    msg: Option<Msg>,
     /// A receive WQE taken for a message whose first packet could not be placed yet
     /// (pages of an on-demand MR were missing): the next message takes it first.
     pub(crate) held: Option<RecvWqe>,
@@ -178,6 +178,17 @@ impl RespState {
         }
         self.cur = None;
         self.later = None;
+    }
+
+    /// Takes the receive WQEs taken from the ring and not completed yet: the one a
+    /// message was being placed into, and one held for a message that could not start
+    /// yet. Both come before those still in the ring.
+    pub(crate) fn take_unfinished(&mut self) -> [Option<RecvWqe>; 2] {
+        let in_progress = match self.msg.take() {
+            Some(Msg::Send(wqe, _)) => Some(wqe),
+            _ => None,
+        };
+        [in_progress, self.held.take()]
     }
 
     /// Keeps a new resource (replacing the oldest when `limit` are kept); returns its
