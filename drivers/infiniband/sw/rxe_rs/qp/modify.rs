@@ -3,8 +3,7 @@
 //! `modify_qp`: the checks of the whole request, the attributes it sets, and what
 //! entering each state does.
 
-use super::odp::OdpWait;
-use super::RxeQp;
+use super::{QpInner, RxeQp};
 use crate::ah::check_av;
 use crate::ib::{
     device::eopnotsupp,
@@ -35,42 +34,7 @@ fn round_rd_atomic(n: u8) -> u8 {
 
 impl RxeQp {
     pub(crate) fn modify(qp: &Qp<RxeRs>, a: &QpAttr) -> Result {
-        if a.mask.has_unknown_bits() || a.rate_limit.is_some() {
-            return Err(eopnotsupp());
-        }
-        // Check every attribute before changing anything.
-        if a.cap.is_some() {
-            return Err(EINVAL);
-        }
-        if a.port_num.is_some_and(|p| p != crate::param::PORT)
-            || a.pkey_index.is_some_and(|i| i >= param::PORT_PKEY_TBL_LEN)
-            || a.timeout.is_some_and(|t| t > 31)
-            || a.retry_cnt.is_some_and(|r| r > 7)
-            || a.rnr_retry.is_some_and(|r| r > 7)
-            || a.min_rnr_timer.is_some_and(|t| t > 31)
-            || a.max_rd_atomic
-                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
-            || a.max_dest_rd_atomic
-                .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
-        {
-            return Err(EINVAL);
-        }
-        if let Some(f) = a.access_flags {
-            if !matches!(qp.qp_type, QpType::Rc | QpType::Uc) || f & !SUPPORTED_ACCESS != 0 {
-                return Err(EINVAL);
-            }
-        }
-        if let Some(av) = &a.av {
-            check_av(av)?;
-        }
-        if let Some((av, port, pkey, timeout)) = &a.alt_path {
-            check_av(av)?;
-            if *port != crate::param::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
-                return Err(EINVAL);
-            }
-        }
-
-        let wq = &qp.device().wq;
+        check_attr(qp.qp_type, a)?;
         let mut inner = qp.shared.inner.lock();
         let cur = a.cur_state.unwrap_or(inner.state);
         let new = a.state.unwrap_or(cur);
@@ -79,8 +43,104 @@ impl RxeQp {
         }
         // Room for the events this change may raise, before anything changes.
         inner.pending.reserve(2, GFP_ATOMIC)?;
+        inner.apply(a);
+        let wake = match a.state {
+            Some(state) => Self::enter(qp, &mut inner, cur, state)?,
+            None => false,
+        };
+        drop(inner);
+        if wake {
+            qp.device().wq.run(&qp.shared);
+        }
+        Ok(())
+    }
 
-        let at = &mut inner.attrs;
+    /// Enters `state` from `cur`. Returns whether the QP's work item is to run: an
+    /// event to report, or work to send.
+    fn enter(qp: &Qp<RxeRs>, inner: &mut QpInner, cur: QpState, state: QpState) -> Result<bool> {
+        inner.state = state;
+        match state {
+            QpState::Reset => inner.reset(),
+            QpState::Rtr if cur != QpState::Rtr => {
+                let psn = inner.attrs.rq_psn;
+                inner.resp.reset(psn);
+            }
+            QpState::Rts if cur != QpState::Rts => {
+                inner.rnr_left = inner.attrs.rnr_retry;
+                inner.retry_left = inner.attrs.retry_cnt;
+                // Back from SQD: what a run left to the work item (its budget
+                // spent) is sent now.
+                if cur == QpState::Sqd {
+                    inner.kick = true;
+                    return Ok(true);
+                }
+            }
+            QpState::Err => {
+                Self::flush(&qp.shared, inner, &qp.device().wq);
+                // An SRQ-attached QP in error takes no more receives from the SRQ
+                // (none is ever in progress: each message is taken whole): say so,
+                // once per entry into ERR.
+                if qp.shared.srq.is_some() && cur != QpState::Err {
+                    inner.pending.push(QpEvent::LastWqeReached, GFP_ATOMIC)?;
+                    return Ok(true);
+                }
+            }
+            QpState::Sqd => {
+                // Nothing is ever in flight yet, so the send queue is drained at once.
+                if inner.attrs.en_sqd_async_notify {
+                    inner.pending.push(QpEvent::SqDrained, GFP_ATOMIC)?;
+                    return Ok(true);
+                }
+            }
+            _ => {}
+        }
+        Ok(false)
+    }
+}
+
+/// Checks every attribute of a `modify_qp` request to a QP of type `qp_type`, before
+/// anything is locked or changed.
+fn check_attr(qp_type: QpType, a: &QpAttr) -> Result {
+    if a.mask.has_unknown_bits() || a.rate_limit.is_some() {
+        return Err(eopnotsupp());
+    }
+    if a.cap.is_some() {
+        return Err(EINVAL);
+    }
+    if a.port_num.is_some_and(|p| p != crate::param::PORT)
+        || a.pkey_index.is_some_and(|i| i >= param::PORT_PKEY_TBL_LEN)
+        || a.timeout.is_some_and(|t| t > 31)
+        || a.retry_cnt.is_some_and(|r| r > 7)
+        || a.rnr_retry.is_some_and(|r| r > 7)
+        || a.min_rnr_timer.is_some_and(|t| t > 31)
+        || a.max_rd_atomic
+            .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
+        || a.max_dest_rd_atomic
+            .is_some_and(|n| u32::from(n) > param::MAX_QP_RD_ATOM)
+    {
+        return Err(EINVAL);
+    }
+    if let Some(f) = a.access_flags {
+        if !matches!(qp_type, QpType::Rc | QpType::Uc) || f & !SUPPORTED_ACCESS != 0 {
+            return Err(EINVAL);
+        }
+    }
+    if let Some(av) = &a.av {
+        check_av(av)?;
+    }
+    if let Some((av, port, pkey, timeout)) = &a.alt_path {
+        check_av(av)?;
+        if *port != crate::param::PORT || *pkey >= param::PORT_PKEY_TBL_LEN || *timeout > 31 {
+            return Err(EINVAL);
+        }
+    }
+    Ok(())
+}
+
+impl QpInner {
+    /// Sets the attributes of a `modify_qp` request that [`check_attr`] accepted.
+    fn apply(&mut self, a: &QpAttr) {
+        let at = &mut self.attrs;
         if let Some(v) = a.en_sqd_async_notify {
             at.en_sqd_async_notify = v;
         }
@@ -139,69 +199,25 @@ impl RxeQp {
             at.dest_qp_num = v & QPN_MASK;
         }
         if a.sq_psn.is_some() {
-            inner.req_psn = inner.attrs.sq_psn;
+            self.req_psn = self.attrs.sq_psn;
         }
         if a.rq_psn.is_some() {
-            inner.resp.psn = inner.attrs.rq_psn;
+            self.resp.psn = self.attrs.rq_psn;
         }
+    }
 
-        let mut wake = false;
-        if let Some(state) = a.state {
-            inner.state = state;
-            match state {
-                QpState::Reset => {
-                    inner.sq.reset();
-                    if let Some(rq) = &mut inner.rq {
-                        rq.reset();
-                    }
-                    inner.req.reset();
-                    inner.resp.reset(0);
-                    inner.req_psn = 0;
-                    inner.rnr_wait = false;
-                    inner.odp = [None; OdpWait::COUNT];
-                    inner.odp_ended = [false; OdpWait::COUNT];
-                    inner.odp_failed = [false; OdpWait::COUNT];
-                    inner.odp_epoch = inner.odp_epoch.wrapping_add(1);
-                }
-                QpState::Rtr if cur != QpState::Rtr => {
-                    let psn = inner.attrs.rq_psn;
-                    inner.resp.reset(psn);
-                }
-                QpState::Rts if cur != QpState::Rts => {
-                    inner.rnr_left = inner.attrs.rnr_retry;
-                    inner.retry_left = inner.attrs.retry_cnt;
-                    // Back from SQD: what a run left to the work item (its budget
-                    // spent) is sent now.
-                    if cur == QpState::Sqd {
-                        inner.kick = true;
-                        wake = true;
-                    }
-                }
-                QpState::Err => {
-                    Self::flush(&qp.shared, &mut inner, wq);
-                    // An SRQ-attached QP in error takes no more receives from the SRQ
-                    // (none is ever in progress: each message is taken whole): say so,
-                    // once per entry into ERR.
-                    if qp.shared.srq.is_some() && cur != QpState::Err {
-                        inner.pending.push(QpEvent::LastWqeReached, GFP_ATOMIC)?;
-                        wake = true;
-                    }
-                }
-                QpState::Sqd => {
-                    // Nothing is ever in flight yet, so the send queue is drained at once.
-                    if inner.attrs.en_sqd_async_notify {
-                        inner.pending.push(QpEvent::SqDrained, GFP_ATOMIC)?;
-                        wake = true;
-                    }
-                }
-                _ => {}
-            }
+    /// What entering RESET clears: both queues, the requester's and the responder's
+    /// state, and the on-demand faults.
+    fn reset(&mut self) {
+        self.sq.reset();
+        if let Some(rq) = &mut self.rq {
+            rq.reset();
         }
-        drop(inner);
-        if wake {
-            wq.run(&qp.shared);
-        }
-        Ok(())
+        self.req.reset();
+        self.resp.reset(0);
+        self.req_psn = 0;
+        self.rnr_wait = false;
+        self.reset_odp();
     }
 }
 

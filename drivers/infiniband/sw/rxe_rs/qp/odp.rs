@@ -26,6 +26,15 @@ impl QpInner {
         self.odp_failed[i] |= r.is_err();
         true
     }
+
+    /// Forgets the faults of the QP's life before RESET: a fault of it that ends later
+    /// is ignored (its epoch is past).
+    pub(super) fn reset_odp(&mut self) {
+        self.odp = [None; OdpWait::COUNT];
+        self.odp_ended = [false; OdpWait::COUNT];
+        self.odp_failed = [false; OdpWait::COUNT];
+        self.odp_epoch = self.odp_epoch.wrapping_add(1);
+    }
 }
 
 /// Who waits for pages of an on-demand MR to be faulted in, and is run again once they
