@@ -740,88 +740,107 @@ fn place(
     let f = pkt.info.flags;
     let first = f & flag::FIRST != 0;
     let last = f & flag::LAST != 0;
-    let payload = pkt.payload();
-    let imm = pkt.imm();
     // A message starts with its first packet and only then; its packets are cut at
     // the path MTU.
     if first != inner.resp.msg.is_none() || !payload_fits(inner, pkt) {
         return Placed::Sequence;
     }
     if f & flag::SEND != 0 {
-        let (wqe, at) = match inner.resp.msg.take() {
-            Some(Msg::Send(w, at)) => (w, at),
-            Some(other) => {
-                inner.resp.msg = Some(other);
-                return Placed::Sequence;
-            }
-            None => match take_recv(&dev.wq, shared, inner) {
-                None => return Placed::NoWqe,
-                Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
-                Some(Ok(w)) => (w, 0),
-            },
-        };
-        let end = match at.checked_add(payload.len() as u32) {
-            Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
-            _ => return recv_error(inner, wqe, WC_LOC_LEN_ERR),
-        };
-        let mut fault = None;
-        if let Err(s) = scatter(dev, shared, &wqe, at, &[payload], &mut fault) {
-            if let Some(f) = fault {
-                if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
-                    // As it was before the packet: it comes again.
-                    if at == 0 {
-                        inner.resp.held = Some(wqe);
-                    } else {
-                        inner.resp.msg = Some(Msg::Send(wqe, at));
-                    }
-                    return Placed::Fault;
-                }
-            }
-            return recv_error(inner, wqe, s);
-        }
-        if !last {
-            inner.resp.msg = Some(Msg::Send(wqe, end));
-            return Placed::Done(None);
-        }
-        let mut c = recv_completion(shared, &wqe, wc_op::RECV, end);
-        if let Some(imm) = imm {
-            c.ex = u32::from_ne_bytes(imm);
-            c.wc_flags |= wc_flag::WITH_IMM;
-        }
-        if let Some(rkey) = pkt.ieth() {
-            // The sender asks that its peer's key stop opening memory, as a LOCAL_INV
-            // of this QP would.
-            if mr::invalidate(dev, rkey, shared.pd, shared.qp_num()).is_err() {
-                return recv_error(inner, wqe, WC_LOC_QP_OP_ERR);
-            }
-            c.ex = rkey;
-            c.wc_flags |= wc_flag::WITH_INV;
-        }
-        return Placed::Done(Some(Some(c)));
+        place_send(dev, shared, inner, pkt, last)
+    } else {
+        place_write(dev, shared, inner, pkt, first, last)
     }
-    // An RDMA WRITE.
-    let (rkey, va, left, total) = match inner.resp.msg.take() {
-        Some(Msg::Write(k, va, left, total)) => (k, va, left, total),
+}
+
+/// Places a packet of a SEND into its receive WQE (taken from the ring with the first
+/// packet).
+fn place_send(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    last: bool,
+) -> Placed {
+    let payload = pkt.payload();
+    let (wqe, at) = match inner.resp.msg.take() {
+        Some(Msg::Send(w, at)) => (w, at),
         Some(other) => {
             inner.resp.msg = Some(other);
             return Placed::Sequence;
         }
-        None => {
-            let Some(reth) = pkt.reth().filter(|r| r.len <= MAX_DMA_LEN) else {
-                return Placed::Sequence;
-            };
-            // A zero-length WRITE touches no memory and checks no key.
-            let rkey = if reth.len == 0 {
-                None
-            } else {
-                let qpn = shared.qp_num();
-                match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_WRITE) {
-                    Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
-                    _ => return Placed::Access,
+        None => match take_recv(&dev.wq, shared, inner) {
+            None => return Placed::NoWqe,
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
+            Some(Ok(w)) => (w, 0),
+        },
+    };
+    let end = match at.checked_add(payload.len() as u32) {
+        Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
+        _ => return recv_error(inner, wqe, WC_LOC_LEN_ERR),
+    };
+    let mut fault = None;
+    if let Err(s) = scatter(dev, shared, &wqe, at, &[payload], &mut fault) {
+        if let Some(f) = fault {
+            if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
+                // As it was before the packet: it comes again.
+                if at == 0 {
+                    inner.resp.held = Some(wqe);
+                } else {
+                    inner.resp.msg = Some(Msg::Send(wqe, at));
                 }
-            };
-            (rkey, reth.va, reth.len, reth.len)
+                return Placed::Fault;
+            }
         }
+        return recv_error(inner, wqe, s);
+    }
+    if !last {
+        inner.resp.msg = Some(Msg::Send(wqe, end));
+        return Placed::Done(None);
+    }
+    send_completion(dev, shared, inner, wqe, end, pkt)
+}
+
+/// The completion of a SEND whose last packet, `pkt`, was placed into `wqe` (`len`
+/// bytes in all), with its immediate data, or the key it invalidates.
+fn send_completion(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    wqe: RecvWqe,
+    len: u32,
+    pkt: &Packet<'_>,
+) -> Placed {
+    let mut c = recv_completion(shared, &wqe, wc_op::RECV, len);
+    if let Some(imm) = pkt.imm() {
+        c.ex = u32::from_ne_bytes(imm);
+        c.wc_flags |= wc_flag::WITH_IMM;
+    }
+    if let Some(rkey) = pkt.ieth() {
+        // The sender asks that its peer's key stop opening memory, as a LOCAL_INV
+        // of this QP would.
+        if mr::invalidate(dev, rkey, shared.pd, shared.qp_num()).is_err() {
+            return recv_error(inner, wqe, WC_LOC_QP_OP_ERR);
+        }
+        c.ex = rkey;
+        c.wc_flags |= wc_flag::WITH_INV;
+    }
+    Placed::Done(Some(Some(c)))
+}
+
+/// Places a packet of an RDMA WRITE.
+fn place_write(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    first: bool,
+    last: bool,
+) -> Placed {
+    let payload = pkt.payload();
+    let imm = pkt.imm();
+    let (rkey, va, left, total) = match write_state(dev, shared, inner, pkt) {
+        Ok(state) => state,
+        Err(placed) => return placed,
     };
     let n = payload.len() as u32;
     // Every packet but the last is full, and the message is as long as announced.
@@ -844,18 +863,7 @@ fn place(
         _ => None,
     };
     let mut fault = None;
-    let written = rkey.is_some_and(|k| {
-        mr::remote(dev, k, shared.pd, shared.qp_num(), need::REMOTE_WRITE).is_ok_and(|e| {
-            match e.write(va, payload) {
-                Ok(()) => true,
-                Err(AccessError::Fault) => {
-                    fault = Some(e.fault(va, payload.len(), true));
-                    false
-                }
-                Err(_) => false,
-            }
-        })
-    });
+    let written = rkey.is_some_and(|k| write_payload(dev, shared, k, va, payload, &mut fault));
     if let Some(f) = fault {
         if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
             // As it was before the packet: it comes again.
@@ -893,6 +901,64 @@ fn place(
     c.ex = u32::from_ne_bytes(imm);
     c.wc_flags |= wc_flag::WITH_IMM;
     Placed::Done(Some(Some(c)))
+}
+
+/// Where a packet of an RDMA WRITE goes: the key (`None` for a zero-length WRITE), the
+/// address of the packet's first byte, the bytes left and the message's length; taken
+/// from the RETH of a first packet (which must name memory the key opens for remote
+/// writes), and from the message in progress for the others.
+fn write_state(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Result<(Option<u32>, u64, u32, u32), Placed> {
+    match inner.resp.msg.take() {
+        Some(Msg::Write(k, va, left, total)) => Ok((k, va, left, total)),
+        Some(other) => {
+            inner.resp.msg = Some(other);
+            Err(Placed::Sequence)
+        }
+        None => {
+            let Some(reth) = pkt.reth().filter(|r| r.len <= MAX_DMA_LEN) else {
+                return Err(Placed::Sequence);
+            };
+            // A zero-length WRITE touches no memory and checks no key.
+            let rkey = if reth.len == 0 {
+                None
+            } else {
+                let qpn = shared.qp_num();
+                match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_WRITE) {
+                    Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
+                    _ => return Err(Placed::Access),
+                }
+            };
+            Ok((rkey, reth.va, reth.len, reth.len))
+        }
+    }
+}
+
+/// Writes `payload` at `va` of the memory `rkey` opens for remote writes; whether it
+/// was written. A page of an on-demand MR that is not present leaves its fault in
+/// `fault`.
+fn write_payload(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    rkey: u32,
+    va: u64,
+    payload: &[u8],
+    fault: &mut Option<Fault>,
+) -> bool {
+    mr::remote(dev, rkey, shared.pd, shared.qp_num(), need::REMOTE_WRITE).is_ok_and(|e| {
+        match e.write(va, payload) {
+            Ok(()) => true,
+            Err(AccessError::Fault) => {
+                *fault = Some(e.fault(va, payload.len(), true));
+                false
+            }
+            Err(_) => false,
+        }
+    })
 }
 
 /// A successful receive completion of `wqe`.
