@@ -522,8 +522,7 @@ pub(crate) fn next_response(
         // deregistered, a window invalidated or bound elsewhere), or the pages of an
         // on-demand MR are gone: the READ ends with a NAK, as if its key had been bad,
         // and the QP with it.
-        let nak = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
+        let nak = refuse(dev, ndev, shared, inner, p, Refusal::Access);
         return nak.map_or(Next::Lost, Next::Packet);
     }
     if last {
@@ -621,6 +620,38 @@ fn ack(
     syndrome: u8,
 ) -> Reply {
     reply(ndev, shared, inner, ACK, psn, aeth(inner, syndrome), 0)
+}
+
+/// Why the responder refuses a request: the NAK it answers with, and the status the
+/// receive in progress completes with.
+#[derive(Clone, Copy)]
+enum Refusal {
+    /// Malformed, or an operation the QP does not accept (NAK invalid request).
+    Invalid,
+    /// A key that does not open the memory named (NAK remote access error).
+    Access,
+    /// The operation failed at the responder (NAK remote operational error).
+    Operation(u32),
+}
+
+/// Refuses the request at `psn` for the reason `why`: the QP enters the error state,
+/// and the NAK is the reply.
+fn refuse(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    psn: u32,
+    why: Refusal,
+) -> Reply {
+    let (syndrome, status) = match why {
+        Refusal::Invalid => (syndrome::NAK_INVALID_REQUEST, WC_REM_INV_REQ_ERR),
+        Refusal::Access => (syndrome::NAK_REMOTE_ACCESS, WC_REM_ACCESS_ERR),
+        Refusal::Operation(status) => (syndrome::NAK_REMOTE_OP, status),
+    };
+    let reply = ack(ndev, shared, inner, psn, syndrome);
+    responder_error(dev, shared, inner, status);
+    reply
 }
 
 /// A successful response without payload (an atomic acknowledgement with the original
@@ -999,9 +1030,7 @@ fn rc(
     let f = pkt.info.flags;
     if d == 0 && !op_allowed(inner, pkt) {
         // An operation the QP does not accept from its peer (its access flags).
-        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-        return (true, reply);
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     if d <= 0 && f & (flag::READ | flag::ATOMIC | flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return read_or_atomic(dev, ndev, shared, inner, pkt, d == 0);
@@ -1050,21 +1079,12 @@ fn rc(
         // Missing pages are being faulted in: the requester waits as for a receive
         // WQE (as RoCE NICs with on-demand paging do).
         Placed::NoWqe | Placed::Fault => (true, rnr_nak(dev, ndev, shared, inner, p)),
-        Placed::Sequence => {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-            (true, reply)
-        }
-        Placed::Access => {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-            responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-            (true, reply)
-        }
-        Placed::Local(status) => {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_OP);
-            responder_error(dev, shared, inner, status);
-            (true, reply)
-        }
+        Placed::Sequence => (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid)),
+        Placed::Access => (true, refuse(dev, ndev, shared, inner, p, Refusal::Access)),
+        Placed::Local(status) => (
+            true,
+            refuse(dev, ndev, shared, inner, p, Refusal::Operation(status)),
+        ),
     }
 }
 
@@ -1113,78 +1133,86 @@ fn read_or_atomic(
     pkt: &Packet<'_>,
     fresh: bool,
 ) -> (bool, Reply) {
-    let p = pkt.bth.psn;
-    let atomic = pkt.info.flags & flag::ATOMIC != 0;
     if !fresh {
-        // Answer again from the resource; one that is gone cannot be answered.
-        dev.counters.inc(Counter::DuplicateRequest);
-        let Some(i) = inner.resp.find(p) else {
-            return (false, None);
-        };
-        let same_kind = match inner.resp.res[i].answer {
-            Answer::Atomic(_) => atomic,
-            Answer::Read(..) => pkt.info.flags & flag::READ != 0,
-            Answer::Done => pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0,
-        };
-        if !same_kind {
-            return (false, None);
-        }
-        // Answered again, in PSN order after the answers that wait (an atomic is
-        // never carried out twice).
-        inner.resp.answer(i, p);
-        return (true, None);
+        return (repeat(dev, inner, pkt), None);
     }
     if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return flush_or_atomic_write(dev, ndev, shared, inner, pkt);
     }
     inner.resp.nak_sent = false;
-    let limit = usize::from(inner.attrs.max_dest_rd_atomic);
-    if !atomic {
-        let Some(reth) = pkt.reth() else {
-            return (false, None);
-        };
-        if reth.len > MAX_DMA_LEN {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-            return (true, reply);
-        }
-        let rkey = if reth.len == 0 {
-            None
-        } else {
-            let qpn = shared.qp_num();
-            match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_READ) {
-                Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
-                _ => {
-                    let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-                    responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-                    return (true, reply);
-                }
-            }
-        };
-        let mtu = inner.mtu_bytes();
-        let n = reth.len.div_ceil(mtu).max(1);
-        let last = psn::add(p, n - 1);
-        let i = inner.resp.keep(
-            Resource {
-                first_psn: p,
-                last_psn: last,
-                answer: Answer::Read(rkey, reth.va, reth.len),
-                todo: None,
-            },
-            limit,
-        );
-        inner.resp.psn = psn::add(last, 1);
-        inner.resp.msn = psn::add(inner.resp.msn, 1);
-        inner.resp.answer(i, p);
-        return (true, None);
+    if pkt.info.flags & flag::ATOMIC != 0 {
+        new_atomic(dev, ndev, shared, inner, pkt)
+    } else {
+        new_read(dev, ndev, shared, inner, pkt)
     }
+}
+
+/// A request that came again: answered again from its resource, in PSN order after
+/// the answers that wait (an atomic is never carried out twice). Returns whether it
+/// was taken: not when its resource is gone or was of another kind.
+fn repeat(dev: &Device<RxeRs>, inner: &mut QpInner, pkt: &Packet<'_>) -> bool {
+    let p = pkt.bth.psn;
+    dev.counters.inc(Counter::DuplicateRequest);
+    let Some(i) = inner.resp.find(p) else {
+        return false;
+    };
+    let same_kind = match inner.resp.res[i].answer {
+        Answer::Atomic(_) => pkt.info.flags & flag::ATOMIC != 0,
+        Answer::Read(..) => pkt.info.flags & flag::READ != 0,
+        Answer::Done => pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0,
+    };
+    if same_kind {
+        inner.resp.answer(i, p);
+    }
+    same_kind
+}
+
+/// A new RDMA READ request: its key is checked for the whole range now, and the
+/// response is sent by the answers that follow.
+fn new_read(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, Reply) {
+    let p = pkt.bth.psn;
+    let Some(reth) = pkt.reth() else {
+        return (false, None);
+    };
+    if reth.len > MAX_DMA_LEN {
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+    }
+    let rkey = if reth.len == 0 {
+        None
+    } else {
+        let qpn = shared.qp_num();
+        match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_READ) {
+            Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
+            _ => return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access)),
+        }
+    };
+    let n = reth.len.div_ceil(inner.mtu_bytes()).max(1);
+    let last = psn::add(p, n - 1);
+    keep_answer(inner, p, last, Answer::Read(rkey, reth.va, reth.len));
+    (true, None)
+}
+
+/// A new atomic request (compare and swap, fetch and add): carried out now, and its
+/// original value kept for the answer and for a request that comes again.
+fn new_atomic(
+    dev: &Device<RxeRs>,
+    ndev: &NetDevice,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> (bool, Reply) {
+    let p = pkt.bth.psn;
     let Some(a) = pkt.atomic_eth() else {
         return (false, None);
     };
     if a.va % 8 != 0 {
-        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-        return (true, reply);
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let qpn = shared.qp_num();
     let orig = match mr::remote(dev, a.rkey, shared.pd, qpn, need::REMOTE_ATOMIC) {
@@ -1211,23 +1239,28 @@ fn read_or_atomic(
         Err(_) => None,
     };
     let Some(orig) = orig else {
-        let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-        return (true, reply);
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
     };
+    keep_answer(inner, p, p, Answer::Atomic(orig));
+    (true, None)
+}
+
+/// Keeps the resource of a new request that takes PSNs `first` to `last`, and queues
+/// its answer: the responder expects the PSN after `last`, and the message is counted.
+fn keep_answer(inner: &mut QpInner, first: u32, last: u32, answer: Answer) {
+    let limit = usize::from(inner.attrs.max_dest_rd_atomic);
     let i = inner.resp.keep(
         Resource {
-            first_psn: p,
-            last_psn: p,
-            answer: Answer::Atomic(orig),
+            first_psn: first,
+            last_psn: last,
+            answer,
             todo: None,
         },
         limit,
     );
-    inner.resp.psn = psn::add(p, 1);
+    inner.resp.psn = psn::add(last, 1);
     inner.resp.msn = psn::add(inner.resp.msn, 1);
-    inner.resp.answer(i, p);
-    (true, None)
+    inner.resp.answer(i, first);
 }
 
 /// A new ATOMIC WRITE (8 bytes placed as one) or FLUSH (the data placed before it is
@@ -1251,27 +1284,19 @@ fn flush_or_atomic_write(
         .feth()
         .is_none_or(|h| (1..=3).contains(&h.placement) && h.selectivity <= 1);
     if reth.len > MAX_DMA_LEN || !flush_ok {
-        let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-        responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-        return (true, reply);
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let qpn = shared.qp_num();
     let region = mr::remote(dev, reth.rkey, shared.pd, qpn, needs(pkt));
     let ok = if pkt.info.flags & flag::ATOMIC_WRITE != 0 {
         let Ok(value) = <[u8; 8]>::try_from(pkt.payload()) else {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-            return (true, reply);
+            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
         };
         if reth.len != 8 || reth.va % 8 != 0 {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_INVALID_REQUEST);
-            responder_error(dev, shared, inner, WC_REM_INV_REQ_ERR);
-            return (true, reply);
+            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
         }
         let Ok(r) = region else {
-            let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-            responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-            return (true, reply);
+            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
         };
         let done = dev.atomic(&r, reth.va, |_| u64::from_ne_bytes(value));
         if done == Err(AccessError::Fault)
@@ -1295,24 +1320,10 @@ fn flush_or_atomic_write(
         ok
     };
     if !ok {
-        let reply = ack(ndev, shared, inner, p, syndrome::NAK_REMOTE_ACCESS);
-        responder_error(dev, shared, inner, WC_REM_ACCESS_ERR);
-        return (true, reply);
+        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
     }
     inner.resp.nak_sent = false;
-    let limit = usize::from(inner.attrs.max_dest_rd_atomic);
-    let i = inner.resp.keep(
-        Resource {
-            first_psn: p,
-            last_psn: p,
-            answer: Answer::Done,
-            todo: None,
-        },
-        limit,
-    );
-    inner.resp.psn = psn::add(p, 1);
-    inner.resp.msn = psn::add(inner.resp.msn, 1);
-    inner.resp.answer(i, p);
+    keep_answer(inner, p, p, Answer::Done);
     (true, None)
 }
 
