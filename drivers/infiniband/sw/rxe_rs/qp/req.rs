@@ -665,7 +665,6 @@ fn read_or_atomic(
     rec: SentWqe,
     wqe: &SendWqe,
 ) -> Step {
-    let mut data: Option<[u8; 8]> = None;
     // A READ asked for again after lost responses asks for what it still lacks:
     // `offset` bytes (whole responses) were placed already.
     let mtu = inner.mtu_bytes();
@@ -674,73 +673,9 @@ fn read_or_atomic(
     } else {
         0
     };
-    let (opcode, ext) = match rec.opcode {
-        op::RDMA_READ | op::RDMA_READ_WITH_INV => {
-            // The responder took the first request, so the address is below 2^64,
-            // unless the process rewrote the slot meanwhile.
-            let Ok(va) = mr::iova_add(wqe.remote_addr, u64::from(offset)) else {
-                fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
-                return Step::Again;
-            };
-            (
-                0x0c,
-                Ext {
-                    reth: Reth {
-                        va,
-                        rkey: wqe.rkey,
-                        len: rec.length - offset,
-                    },
-                    ..Default::default()
-                },
-            )
-        }
-        op::FLUSH => {
-            let (rkey, placement, selectivity) = wqe.flush();
-            (
-                0x1c,
-                Ext {
-                    reth: Reth {
-                        va: wqe.remote_addr,
-                        rkey,
-                        len: rec.length,
-                    },
-                    feth: Feth {
-                        selectivity,
-                        placement,
-                    },
-                    ..Default::default()
-                },
-            )
-        }
-        op::ATOMIC_WRITE => {
-            data = Some(wqe.atomic_write_data());
-            (
-                0x1d,
-                Ext {
-                    reth: Reth {
-                        va: wqe.remote_addr,
-                        rkey: wqe.rkey,
-                        len: 8,
-                    },
-                    ..Default::default()
-                },
-            )
-        }
-        _ => {
-            let cmp = rec.opcode == op::ATOMIC_CMP_AND_SWP;
-            (
-                if cmp { 0x13 } else { 0x14 },
-                Ext {
-                    atomic: AtomicEth {
-                        va: wqe.remote_addr,
-                        rkey: wqe.atomic_rkey,
-                        swap_add: if cmp { wqe.swap } else { wqe.compare_add },
-                        compare: if cmp { wqe.compare_add } else { 0 },
-                    },
-                    ..Default::default()
-                },
-            )
-        }
+    let Some((opcode, ext, data)) = request(&rec, wqe, offset) else {
+        fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+        return Step::Again;
     };
     inner.req.since_ack = 0;
     let bth = Bth {
@@ -768,6 +703,76 @@ fn read_or_atomic(
     inner.req.cur = None;
     inner.req.next = inner.sq.next_index(index);
     Step::Packet(out)
+}
+
+/// The opcode, extended headers and payload (an ATOMIC WRITE's 8 bytes) of the request
+/// packet of a READ, atomic, FLUSH or ATOMIC WRITE; a READ asks from byte `offset` on.
+/// `None` if the READ's address would pass 2^64.
+fn request(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<(u8, Ext, Option<[u8; 8]>)> {
+    Some(match rec.opcode {
+        op::RDMA_READ | op::RDMA_READ_WITH_INV => (0x0c, read_ext(rec, wqe, offset)?, None),
+        op::FLUSH => (0x1c, flush_ext(rec, wqe), None),
+        op::ATOMIC_WRITE => (0x1d, atomic_write_ext(wqe), Some(wqe.atomic_write_data())),
+        op::ATOMIC_CMP_AND_SWP => (0x13, atomic_ext(wqe, true), None),
+        _ => (0x14, atomic_ext(wqe, false), None),
+    })
+}
+
+/// The RETH of a READ request for the bytes from `offset` on.
+fn read_ext(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<Ext> {
+    // The responder took the first request, so the address is below 2^64,
+    // unless the process rewrote the slot meanwhile.
+    let va = mr::iova_add(wqe.remote_addr, u64::from(offset)).ok()?;
+    Some(Ext {
+        reth: Reth {
+            va,
+            rkey: wqe.rkey,
+            len: rec.length - offset,
+        },
+        ..Default::default()
+    })
+}
+
+/// The RETH and FETH of a FLUSH.
+fn flush_ext(rec: &SentWqe, wqe: &SendWqe) -> Ext {
+    let (rkey, placement, selectivity) = wqe.flush();
+    Ext {
+        reth: Reth {
+            va: wqe.remote_addr,
+            rkey,
+            len: rec.length,
+        },
+        feth: Feth {
+            selectivity,
+            placement,
+        },
+        ..Default::default()
+    }
+}
+
+/// The RETH of an ATOMIC WRITE (8 bytes).
+fn atomic_write_ext(wqe: &SendWqe) -> Ext {
+    Ext {
+        reth: Reth {
+            va: wqe.remote_addr,
+            rkey: wqe.rkey,
+            len: 8,
+        },
+        ..Default::default()
+    }
+}
+
+/// The atomic ETH of a compare and swap (`cmp`) or a fetch and add.
+fn atomic_ext(wqe: &SendWqe, cmp: bool) -> Ext {
+    Ext {
+        atomic: AtomicEth {
+            va: wqe.remote_addr,
+            rkey: wqe.atomic_rkey,
+            swap_add: if cmp { wqe.swap } else { wqe.compare_add },
+            compare: if cmp { wqe.compare_add } else { 0 },
+        },
+        ..Default::default()
+    }
 }
 
 /// Writes `data` into a send WQE's buffers from byte `at` on (the data of a READ
