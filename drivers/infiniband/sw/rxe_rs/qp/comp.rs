@@ -13,7 +13,9 @@
 //! dropped.
 
 use super::odp::OdpWait;
-use super::req::{complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local};
+use super::req::{
+    complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local, SentWqe,
+};
 use super::{QpInner, QpShared, RxeQp};
 use crate::device::RxeDev;
 use crate::ib::{
@@ -21,7 +23,7 @@ use crate::ib::{
     qp::{QpState, QpType},
     task::Task,
 };
-use crate::mr;
+use crate::mr::{self, Fault};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
 use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
@@ -81,15 +83,56 @@ fn data_response(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
 ) -> (bool, After) {
+    let (head, rec) = match expected(dev, shared, inner, pkt) {
+        Ok(expected) => expected,
+        Err(after) => return (false, after),
+    };
+    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
+    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+        Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
+        _ => {
+            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
+            return (true, After::Nothing);
+        }
+    };
+    let mut fault = None;
+    let (placed, last) =
+        match place_response(dev, shared, inner, pkt, (head, rec), &wqe, &mut fault) {
+            Ok(placed) => placed,
+            Err(answer) => return answer,
+        };
+    if let Some(f) = fault {
+        // Dropped as if lost; once the pages are in, the READ or atomic is asked for
+        // again.
+        if RxeQp::fault(dev, shared, inner, f, OdpWait::Completer) {
+            return (false, After::Nothing);
+        }
+    }
+    if let Err(status) = placed {
+        fail(dev, shared, inner, head, rec.wr_id, status);
+        return (true, After::Nothing);
+    }
+    placed_response(dev, shared, inner, (head, rec), &wqe, last)
+}
+
+/// The index and record of the oldest WQE if `pkt` is the response it expects next;
+/// otherwise what the requester does (`Send` when a READ's lost responses are asked
+/// for again).
+fn expected(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+) -> Result<(u32, SentWqe), After> {
     let p = pkt.bth.psn;
     if !answers_sent(inner, p, 0) {
-        return (false, After::Nothing);
+        return Err(After::Nothing);
     }
     // Whatever came before this request is acknowledged by its response.
     complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
     let head = inner.sq.consumer();
     if head == inner.req.next || inner.req.cur.is_some_and(|(i, _)| i == head) {
-        return (false, After::Nothing);
+        return Err(After::Nothing);
     }
     let rec = inner.req.record(head);
     let atomic = pkt.info.flags & flag::ATOMIC != 0;
@@ -107,65 +150,71 @@ fn data_response(
         {
             inner.req.read_retry = Some(expected);
             go_back(dev, inner);
-            return (false, After::Send);
+            return Err(After::Send);
         }
-        return (false, After::Nothing);
+        return Err(After::Nothing);
     }
-    let mtu = inner.mtu_bytes();
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
-    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
-        Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
-        _ => {
-            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
-            return (true, After::Nothing);
-        }
-    };
-    let mut fault = None;
-    let (placed, last) = if !atomic && !is_read(rec.opcode) {
+    Ok((head, rec))
+}
+
+/// Places the data of the response `pkt` into `wqe` (at `head`): a READ's payload, an
+/// atomic's original value, nothing for a FLUSH or an ATOMIC WRITE. Returns how the
+/// placing went and whether it was the last response, or the answer of a response
+/// that is refused (the WQE failed, or no atomic acknowledgement).
+fn place_response(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    pkt: &Packet<'_>,
+    (head, rec): (u32, SentWqe),
+    wqe: &SendWqe,
+    fault: &mut Option<Fault>,
+) -> Result<(Result<(), u32>, bool), (bool, After)> {
+    if is_atomic(rec.opcode) {
+        let Some(orig) = pkt.atomic_ack() else {
+            return Err((false, After::Nothing));
+        };
+        return Ok((
+            scatter_local(dev, shared, wqe, (0, &orig.to_ne_bytes()), fault),
+            true,
+        ));
+    }
+    if !is_read(rec.opcode) {
         // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
         if !pkt.payload().is_empty() {
             fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
-            return (true, After::Nothing);
+            return Err((true, After::Nothing));
         }
-        (Ok(()), true)
-    } else if atomic {
-        let Some(orig) = pkt.atomic_ack() else {
-            return (false, After::Nothing);
-        };
-        (
-            scatter_local(dev, shared, &wqe, (0, &orig.to_ne_bytes()), &mut fault),
-            true,
-        )
+        return Ok((Ok(()), true));
+    }
+    let mtu = inner.mtu_bytes();
+    let at = inner.req.read_got as usize * mtu as usize;
+    let data = pkt.payload();
+    let last = pkt.bth.psn == rec.last_psn;
+    // Every response but the last is full; all of them make the READ's length.
+    let fits = if last {
+        at + data.len() == rec.length as usize
     } else {
-        let at = inner.req.read_got as usize * mtu as usize;
-        let data = pkt.payload();
-        let last = p == rec.last_psn;
-        // Every response but the last is full; all of them make the READ's length.
-        let fits = if last {
-            at + data.len() == rec.length as usize
-        } else {
-            data.len() == mtu as usize
-        };
-        if !fits {
-            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
-            return (true, After::Nothing);
-        }
-        (
-            scatter_local(dev, shared, &wqe, (at, data), &mut fault),
-            last,
-        )
+        data.len() == mtu as usize
     };
-    if let Some(f) = fault {
-        // Dropped as if lost; once the pages are in, the READ or atomic is asked for
-        // again.
-        if RxeQp::fault(dev, shared, inner, f, OdpWait::Completer) {
-            return (false, After::Nothing);
-        }
+    if !fits {
+        fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
+        return Err((true, After::Nothing));
     }
-    if let Err(status) = placed {
-        fail(dev, shared, inner, head, rec.wr_id, status);
-        return (true, After::Nothing);
-    }
+    Ok((scatter_local(dev, shared, wqe, (at, data), fault), last))
+}
+
+/// The response for the WQE at `head` was placed: the QP made progress, and the WQE
+/// completes with its `last` response (a READ with invalidate once its key is
+/// invalidated).
+fn placed_response(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    inner: &mut QpInner,
+    (head, rec): (u32, SentWqe),
+    wqe: &SendWqe,
+    last: bool,
+) -> (bool, After) {
     inner.progress = true;
     inner.retry_left = inner.attrs.retry_cnt;
     inner.rnr_left = inner.attrs.rnr_retry;
