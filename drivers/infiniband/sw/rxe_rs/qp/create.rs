@@ -26,6 +26,20 @@ use kernel::{
     sync::{atomic::Atomic, Arc},
 };
 
+/// Checks a `create_qp` request before anything is allocated.
+fn check_init(init: &QpInit<'_, RxeRs>, user: Option<&UserCall<'_, RxeRs>>) -> Result {
+    if init.create_flags != 0 {
+        return Err(eopnotsupp());
+    }
+    match user {
+        // QP1 is ib_mad's, never a process's.
+        Some(_) if init.qp_type == QpType::Gsi => return Err(EINVAL),
+        Some(user) => user.udata.require_empty_input()?,
+        None => {}
+    }
+    check_cap(&init.cap, init.srq.is_some())
+}
+
 fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
     if cap.max_send_wr > param::MAX_QP_WR
         || cap.max_send_sge > param::MAX_SGE
@@ -39,55 +53,90 @@ fn check_cap(cap: &QpCap, has_srq: bool) -> Result {
     Ok(())
 }
 
-impl RxeQp {
-    pub(crate) fn create(
+/// The QP's send ring and its receive ring (none with an SRQ), and the capacities they
+/// give, which may be more than asked for.
+fn rings(
+    init: &QpInit<'_, RxeRs>,
+    user: Option<&UserCall<'_, RxeRs>>,
+) -> Result<(WqeRing, Option<WqeRing>, QpCap)> {
+    // A send WQE holds either its SGEs or its inline data: room for the larger.
+    let wqe_room = (init.cap.max_send_sge * SGE_LEN).max(init.cap.max_inline_data);
+    let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room as usize, user)?;
+    // With an SRQ there is no receive ring (and librxe maps none).
+    let rq = match init.srq {
+        Some(_) => None,
+        None => Some(WqeRing::new(
+            init.cap.max_recv_wr,
+            RECV_WQE_HDR + (init.cap.max_recv_sge * SGE_LEN) as usize,
+            user,
+        )?),
+    };
+    let cap = QpCap {
+        max_send_wr: sq.capacity(),
+        max_send_sge: wqe_room / SGE_LEN,
+        max_inline_data: wqe_room,
+        max_recv_wr: rq.as_ref().map_or(0, WqeRing::capacity),
+        max_recv_sge: if rq.is_some() {
+            init.cap.max_recv_sge
+        } else {
+            0
+        },
+    };
+    Ok((sq, rq, cap))
+}
+
+/// `struct rxe_create_qp_resp`: where the receive ring is mapped, then the send ring.
+fn ring_resp(sq: &WqeRing, rq: Option<&WqeRing>) -> [u8; 32] {
+    let mut resp = [0u8; 32];
+    if let Some(rq) = rq {
+        resp[..16].copy_from_slice(&rq.mminfo());
+    }
+    resp[16..].copy_from_slice(&sq.mminfo());
+    resp
+}
+
+impl QpInner {
+    /// The state of a new QP, in RESET.
+    fn new(sq: WqeRing, rq: Option<WqeRing>, req: ReqState, resp: RespState) -> Self {
+        QpInner {
+            state: QpState::Reset,
+            attrs: Attrs {
+                port_num: crate::param::PORT,
+                ..Default::default()
+            },
+            sq,
+            rq,
+            req_psn: 0,
+            req,
+            resp,
+            rnr_left: 0,
+            retry_left: 0,
+            rnr_wait: false,
+            progress: false,
+            kick: false,
+            respond: false,
+            dead: false,
+            pending: KVec::new(),
+            odp: [None; OdpWait::COUNT],
+            odp_busy: [false; OdpWait::COUNT],
+            odp_ended: [false; OdpWait::COUNT],
+            odp_failed: [false; OdpWait::COUNT],
+            odp_epoch: 0,
+        }
+    }
+}
+
+impl QpShared {
+    /// The shared state of a new QP with the rings `sq` and `rq` (of capacities `cap`),
+    /// as its task, not published yet.
+    fn new(
         dev: &Device<RxeRs>,
         init: &QpInit<'_, RxeRs>,
-        user: Option<&UserCall<'_, RxeRs>>,
+        cap: &QpCap,
+        sq: WqeRing,
+        rq: Option<WqeRing>,
         events: &Arc<QpEvents>,
-    ) -> Result<QpCreated<Self>> {
-        if init.create_flags != 0 {
-            return Err(eopnotsupp());
-        }
-        match user {
-            // QP1 is ib_mad's, never a process's.
-            Some(_) if init.qp_type == QpType::Gsi => return Err(EINVAL),
-            Some(user) => user.udata.require_empty_input()?,
-            None => {}
-        }
-        check_cap(&init.cap, init.srq.is_some())?;
-        let charge = Quota::charge(&dev.qps)?;
-
-        // A send WQE holds either its SGEs or its inline data: room for the larger.
-        let wqe_room = (init.cap.max_send_sge * SGE_LEN).max(init.cap.max_inline_data);
-        let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room as usize, user)?;
-        // With an SRQ there is no receive ring (and librxe maps none).
-        let rq = match init.srq {
-            Some(_) => None,
-            None => Some(WqeRing::new(
-                init.cap.max_recv_wr,
-                RECV_WQE_HDR + (init.cap.max_recv_sge * SGE_LEN) as usize,
-                user,
-            )?),
-        };
-        let cap = QpCap {
-            max_send_wr: sq.capacity(),
-            max_send_sge: wqe_room / SGE_LEN,
-            max_inline_data: wqe_room,
-            max_recv_wr: rq.as_ref().map_or(0, WqeRing::capacity),
-            max_recv_sge: if rq.is_some() {
-                init.cap.max_recv_sge
-            } else {
-                0
-            },
-        };
-        // `struct rxe_create_qp_resp`: the receive ring, then the send ring.
-        let mut resp = [0u8; 32];
-        if let Some(rq) = &rq {
-            resp[..16].copy_from_slice(&rq.mminfo());
-        }
-        resp[16..].copy_from_slice(&sq.mminfo());
-
+    ) -> Result<Arc<Task<Self>>> {
         let (send_cq, recv_cq) = (init.send_cq.handle().clone(), init.recv_cq.handle().clone());
         let srq = init.srq.map(|s| s.handle().clone());
         let slots = match init.qp_type {
@@ -101,7 +150,7 @@ impl RxeQp {
             0
         })?;
         let dev_ref = dev.get_ref().ok_or(ENODEV)?;
-        let shared = Task::new(try_pin_init!(QpShared {
+        Task::new(try_pin_init!(QpShared {
             wc_qp: init.wc_qp,
             qp_type: init.qp_type,
             pd: init.pd,
@@ -111,31 +160,7 @@ impl RxeQp {
             rq_max_sge: cap.max_recv_sge,
             qp_num: Number::new(),
             tx_cpu: Atomic::new(NO_CPU),
-            inner <- new_spinlock_irq!(QpInner {
-                state: QpState::Reset,
-                attrs: Attrs {
-                    port_num: crate::param::PORT,
-                    ..Default::default()
-                },
-                sq,
-                rq,
-                req_psn: 0,
-                req,
-                resp: responder,
-                rnr_left: 0,
-                retry_left: 0,
-                rnr_wait: false,
-                progress: false,
-                kick: false,
-                respond: false,
-                dead: false,
-                pending: KVec::new(),
-                odp: [None; OdpWait::COUNT],
-                odp_busy: [false; OdpWait::COUNT],
-                odp_ended: [false; OdpWait::COUNT],
-                odp_failed: [false; OdpWait::COUNT],
-                odp_epoch: 0,
-            }),
+            inner <- new_spinlock_irq!(QpInner::new(sq, rq, req, responder)),
             routes <- RouteCache::new(),
             send_cq,
             recv_cq,
@@ -150,23 +175,42 @@ impl RxeQp {
                 GFP_KERNEL,
             )?,
             dev: dev_ref,
-        }))?;
+        }))
+    }
+
+    /// Publishes the QP under its number (QP1 for the GSI QP, the one port having one),
+    /// where packets and faults find it; returns the number.
+    fn publish(dev: &Device<RxeRs>, shared: &Arc<Task<Self>>) -> Result<u32> {
+        // Once published, a packet may ask for a fault, which must find its way back.
+        *shared.link.qp.lock() = Some(shared.clone());
+        let published = if shared.qp_type == QpType::Gsi {
+            dev.qp_table.insert_at(GSI_QPN, shared).map(|()| GSI_QPN)
+        } else {
+            dev.qp_table.insert(shared, GFP_KERNEL)
+        };
+        published.inspect_err(|_| drop(shared.link.qp.lock().take()))
+    }
+}
+
+impl RxeQp {
+    pub(crate) fn create(
+        dev: &Device<RxeRs>,
+        init: &QpInit<'_, RxeRs>,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self>> {
+        check_init(init, user)?;
+        let charge = Quota::charge(&dev.qps)?;
+        let (sq, rq, cap) = rings(init, user)?;
+        let resp = ring_resp(&sq, rq.as_ref());
+        let shared = QpShared::new(dev, init, &cap, sq, rq, events)?;
         // The process learns where its rings are before the QP is published: a failed
         // answer (a bad response pointer) then leaves nothing that a packet could have
         // found, and the QP goes as it came, in process context.
         if let Some(user) = user {
             user.udata.respond(&resp)?;
         }
-        // Once published, a packet may ask for a fault, which must find its way back.
-        *shared.link.qp.lock() = Some(shared.clone());
-        // The GSI QP is QP1 (one port, so one of them); the others are numbered from
-        // the table's range.
-        let published = if init.qp_type == QpType::Gsi {
-            dev.qp_table.insert_at(GSI_QPN, &shared).map(|()| GSI_QPN)
-        } else {
-            dev.qp_table.insert(&shared, GFP_KERNEL)
-        };
-        let qp_num = published.inspect_err(|_| drop(shared.link.qp.lock().take()))?;
+        let qp_num = QpShared::publish(dev, &shared)?;
         let qp = Self {
             shared,
             qp_type: init.qp_type,
