@@ -88,7 +88,7 @@ fn data_response(
         Err(after) => return (false, after),
     };
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
-    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
         _ => {
             fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);

@@ -155,9 +155,7 @@ impl QpShared {
             qp_type: init.qp_type,
             pd: init.pd,
             sq_sig_all: init.sq_sig_all,
-            sq_max_sge: cap.max_send_sge,
-            sq_max_inline: cap.max_inline_data,
-            rq_max_sge: cap.max_recv_sge,
+            cap: *cap,
             qp_num: Number::new(),
             tx_cpu: Atomic::new(NO_CPU),
             inner <- new_spinlock_irq!(QpInner::new(sq, rq, req, responder)),
@@ -213,11 +211,6 @@ impl RxeQp {
         let qp_num = QpShared::publish(dev, &shared)?;
         let qp = Self {
             shared,
-            qp_type: init.qp_type,
-            sq_sig_all: init.sq_sig_all,
-            sq_max_sge: cap.max_send_sge,
-            sq_max_inline: cap.max_inline_data,
-            rq_max_sge: cap.max_recv_sge,
             _charge: charge,
         };
         Ok(QpCreated {

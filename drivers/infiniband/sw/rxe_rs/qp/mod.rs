@@ -189,10 +189,9 @@ pub(crate) struct QpShared {
     pub(crate) qp_type: QpType,
     pub(crate) pd: PdId,
     pub(crate) sq_sig_all: bool,
-    /// The queues' limits: SGEs and inline bytes per send WQE, SGEs per receive WQE.
-    pub(crate) sq_max_sge: u32,
-    pub(crate) sq_max_inline: u32,
-    pub(crate) rq_max_sge: u32,
+    /// The queues' capacities as reported at create (the rings never resize): WQEs,
+    /// SGEs and inline bytes per send WQE, SGEs per receive WQE (none with an SRQ).
+    pub(crate) cap: QpCap,
     #[pin]
     inner: SpinLockIrq<QpInner>,
     /// The route of the QP's last packet, for the next ones.
@@ -229,12 +228,7 @@ impl Numbered for Task<QpShared> {
 /// The driver's part of a queue pair.
 pub(crate) struct RxeQp {
     shared: Arc<Task<QpShared>>,
-    qp_type: QpType,
-    sq_sig_all: bool,
-    /// The send queue's limits as reported: SGEs and inline bytes per WQE.
-    sq_max_sge: u32,
-    sq_max_inline: u32,
-    rq_max_sge: u32,
+    /// Released when ib_core destroys the QP, not when its work last lets go of it.
     _charge: Charge,
 }
 
@@ -356,17 +350,7 @@ impl RxeQp {
             sq_psn: at.sq_psn,
             dest_qp_num: at.dest_qp_num,
             access_flags: at.access_flags,
-            cap: QpCap {
-                max_send_wr: inner.sq.capacity(),
-                max_send_sge: self.sq_max_sge,
-                max_inline_data: self.sq_max_inline,
-                max_recv_wr: inner.rq.as_ref().map_or(0, WqeRing::capacity),
-                max_recv_sge: if inner.rq.is_some() {
-                    self.rq_max_sge
-                } else {
-                    0
-                },
-            },
+            cap: self.shared.cap,
             av: at.av,
             alt_av: at.alt_av,
             pkey_index: at.pkey_index,
@@ -382,7 +366,7 @@ impl RxeQp {
             rnr_retry: at.rnr_retry,
             alt_port_num: at.alt_port_num,
             alt_timeout: at.alt_timeout,
-            sq_sig_all: self.sq_sig_all,
+            sq_sig_all: self.shared.sq_sig_all,
         }
     }
 

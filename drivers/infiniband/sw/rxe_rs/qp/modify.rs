@@ -34,11 +34,11 @@ fn round_rd_atomic(n: u8) -> u8 {
 
 impl RxeQp {
     pub(crate) fn modify(qp: &Qp<RxeRs>, a: &QpAttr) -> Result {
-        check_attr(qp.qp_type, a)?;
+        check_attr(qp.shared.qp_type, a)?;
         let mut inner = qp.shared.inner.lock();
         let cur = a.cur_state.unwrap_or(inner.state);
         let new = a.state.unwrap_or(cur);
-        if !transition_ok(cur, new, qp.qp_type, a.mask) {
+        if !transition_ok(cur, new, qp.shared.qp_type, a.mask) {
             return Err(EINVAL);
         }
         // Room for the events this change may raise, before anything changes.

@@ -70,7 +70,7 @@ impl RxeQp {
             return Ok((b, SEND_WQE_HDR));
         }
         let n = wr.num_sge();
-        if n > shared.sq_max_sge as usize {
+        if n > shared.cap.max_send_sge as usize {
             return Err(EINVAL);
         }
         let mut length = 0u32;
@@ -81,7 +81,7 @@ impl RxeQp {
             if flags & send_flag::INLINE != 0 {
                 // Inline data is copied now, from the consumer's (kernel) memory.
                 let len = sge.length as usize;
-                if length > shared.sq_max_inline || end + len > MAX_SEND_WQE {
+                if length > shared.cap.max_inline_data || end + len > MAX_SEND_WQE {
                     return Err(EINVAL);
                 }
                 wr.read_inline(i, &mut b[end..end + len])?;
@@ -152,7 +152,7 @@ impl RxeQp {
         if rq.is_user() || state == QpState::Reset {
             return Err(EINVAL);
         }
-        rq.post_recv(wr, qp.rq_max_sge)?;
+        rq.post_recv(wr, qp.shared.cap.max_recv_sge)?;
         if state == QpState::Err {
             rq.flush(
                 &qp.shared.recv_cq,

@@ -282,7 +282,7 @@ pub(crate) fn step(
         return Step::Idle;
     }
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
-    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
             fail(dev, shared, inner, head, m.wr_id, WC_LOC_LEN_ERR);
@@ -396,7 +396,7 @@ fn start(
         }
     }
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-    let wqe = match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
             fail(dev, shared, inner, index, m.wr_id, WC_LOC_LEN_ERR);
@@ -538,7 +538,7 @@ fn current(
 ) -> Option<(SentWqe, SendWqe)> {
     let rec = inner.req.record(index);
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-    match SendWqe::parse(bytes, shared.sq_max_sge, shared.sq_max_inline) {
+    match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => {
             Some((rec, w))
         }

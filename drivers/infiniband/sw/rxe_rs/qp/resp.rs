@@ -553,7 +553,7 @@ fn take_recv(
         (Some(srq), _) => srq.take(wq),
         (None, Some(rq)) => rq
             .take::<MAX_RECV_WQE>()
-            .map(|b| RecvWqe::parse(b, shared.rq_max_sge)),
+            .map(|b| RecvWqe::parse(b, shared.cap.max_recv_sge)),
         (None, None) => None,
     }
 }
