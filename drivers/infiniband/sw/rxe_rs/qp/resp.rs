@@ -727,8 +727,8 @@ fn reply(
 
 /// What placing one packet of a message gave.
 enum Placed {
-    /// Taken; `Some` when it ended a message, with its receive completion, if any.
-    Done(Option<Option<Completion>>),
+    /// Taken; where it left its message.
+    Done(Progress),
     /// A SEND (or WRITE with immediate data) found no receive WQE.
     NoWqe,
     /// Out of sequence for the message in progress, or malformed (not cut at the path
@@ -741,6 +741,19 @@ enum Placed {
     /// Pages of an on-demand MR are missing: nothing changed, and the task faults them
     /// in; the packet is to come again.
     Fault,
+}
+
+/// Where a placed packet left its message.
+// A receive completion is kept by value: it is moved once, to the CQ.
+#[allow(clippy::large_enum_variant)]
+enum Progress {
+    /// The message goes on.
+    More,
+    /// It ended a message that completes nothing (an RDMA WRITE without immediate
+    /// data).
+    Ended,
+    /// It ended a message with this receive completion.
+    Completed(Completion),
 }
 
 /// The longest message a RETH may announce (IBA C9-94): a longer one is an invalid
@@ -826,7 +839,7 @@ fn place_send(
     }
     if !last {
         inner.resp.msg = Some(Msg::Send(wqe, end));
-        return Placed::Done(None);
+        return Placed::Done(Progress::More);
     }
     send_completion(dev, shared, inner, wqe, end, pkt)
 }
@@ -855,7 +868,7 @@ fn send_completion(
         c.ex = rkey;
         c.wc_flags |= wc_flag::WITH_INV;
     }
-    Placed::Done(Some(Some(c)))
+    Placed::Done(Progress::Completed(c))
 }
 
 /// Places a packet of an RDMA WRITE.
@@ -923,15 +936,15 @@ fn place_write(
             return Placed::Access;
         };
         inner.resp.msg = Some(Msg::Write(rkey, next, left - n, total));
-        return Placed::Done(None);
+        return Placed::Done(Progress::More);
     }
     let (Some(imm), Some(wqe)) = (imm, imm_wqe) else {
-        return Placed::Done(Some(None));
+        return Placed::Done(Progress::Ended);
     };
     let mut c = recv_completion(shared, &wqe, wc_op::RECV_RDMA_WITH_IMM, total);
     c.ex = u32::from_ne_bytes(imm);
     c.wc_flags |= wc_flag::WITH_IMM;
-    Placed::Done(Some(Some(c)))
+    Placed::Done(Progress::Completed(c))
 }
 
 /// Where a packet of an RDMA WRITE goes: the key (`None` for a zero-length WRITE), the
@@ -1063,13 +1076,13 @@ fn rc(
     }
     inner.resp.nak_sent = false;
     match place(dev, shared, inner, pkt) {
-        Placed::Done(ended) => {
+        Placed::Done(progress) => {
             inner.resp.psn = psn::add(p, 1);
-            if let Some(c) = ended {
+            if !matches!(progress, Progress::More) {
                 inner.resp.msn = psn::add(inner.resp.msn, 1);
-                if let Some(c) = c {
-                    RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
-                }
+            }
+            if let Progress::Completed(c) = progress {
+                RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
             }
             if pkt.bth.ack_req {
                 inner.resp.ack_owed = Some((p, inner.resp.msn));
@@ -1408,7 +1421,7 @@ fn uc(
         return false;
     }
     match place(dev, shared, inner, pkt) {
-        Placed::Done(Some(Some(c))) => {
+        Placed::Done(Progress::Completed(c)) => {
             RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
             true
         }
