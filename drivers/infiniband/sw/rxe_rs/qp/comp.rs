@@ -32,7 +32,15 @@ use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::sync::Arc;
 
-/// What the requester should do after a response was taken.
+/// What the completer made of a response packet, and what the requester does next.
+pub(crate) enum Response {
+    /// Taken.
+    Taken(After),
+    /// Not taken (the QP counts it dropped).
+    Dropped(After),
+}
+
+/// What the requester should do after a response.
 pub(crate) enum After {
     /// Nothing more.
     Nothing,
@@ -82,17 +90,17 @@ fn data_response(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, After) {
+) -> Response {
     let (head, rec) = match expected(dev, shared, inner, pkt) {
         Ok(expected) => expected,
-        Err(after) => return (false, after),
+        Err(after) => return Response::Dropped(after),
     };
     let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
         _ => {
             fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
-            return (true, After::Nothing);
+            return Response::Taken(After::Nothing);
         }
     };
     let mut fault = None;
@@ -105,12 +113,12 @@ fn data_response(
         // Dropped as if lost; once the pages are in, the READ or atomic is asked for
         // again.
         if RxeQp::fault(dev, shared, inner, f, OdpWait::Completer) {
-            return (false, After::Nothing);
+            return Response::Dropped(After::Nothing);
         }
     }
     if let Err(status) = placed {
         fail(dev, shared, inner, head, rec.wr_id, status);
-        return (true, After::Nothing);
+        return Response::Taken(After::Nothing);
     }
     placed_response(dev, shared, inner, (head, rec), &wqe, last)
 }
@@ -169,10 +177,10 @@ fn place_response(
     (head, rec): (u32, SentWqe),
     wqe: &SendWqe,
     fault: &mut Option<Fault>,
-) -> Result<(Result<(), u32>, bool), (bool, After)> {
+) -> Result<(Result<(), u32>, bool), Response> {
     if is_atomic(rec.opcode) {
         let Some(orig) = pkt.atomic_ack() else {
-            return Err((false, After::Nothing));
+            return Err(Response::Dropped(After::Nothing));
         };
         return Ok((
             scatter_local(dev, shared, wqe, (0, &orig.to_ne_bytes()), fault),
@@ -183,7 +191,7 @@ fn place_response(
         // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
         if !pkt.payload().is_empty() {
             fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
-            return Err((true, After::Nothing));
+            return Err(Response::Taken(After::Nothing));
         }
         return Ok((Ok(()), true));
     }
@@ -199,7 +207,7 @@ fn place_response(
     };
     if !fits {
         fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
-        return Err((true, After::Nothing));
+        return Err(Response::Taken(After::Nothing));
     }
     Ok((scatter_local(dev, shared, wqe, (at, data), fault), last))
 }
@@ -214,7 +222,7 @@ fn placed_response(
     (head, rec): (u32, SentWqe),
     wqe: &SendWqe,
     last: bool,
-) -> (bool, After) {
+) -> Response {
     inner.progress = true;
     inner.retry_left = inner.attrs.retry_cnt;
     inner.rnr_left = inner.attrs.rnr_retry;
@@ -225,7 +233,7 @@ fn placed_response(
         && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd, shared.qp_num()).is_err()
     {
         fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
-        return (true, After::Nothing);
+        return Response::Taken(After::Nothing);
     }
     if last {
         complete_head(dev, shared, inner, rec);
@@ -234,7 +242,7 @@ fn placed_response(
     } else {
         inner.req.read_got += 1;
     }
-    (true, After::Send)
+    Response::Taken(After::Send)
 }
 
 /// Sends everything not yet acknowledged again, from the oldest WQE (counted in
@@ -281,11 +289,11 @@ pub(crate) fn response(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, After) {
+) -> Response {
     if shared.qp_type != QpType::Rc
         || !matches!(inner.state, QpState::Rts | QpState::Sqd | QpState::Sqe)
     {
-        return (false, After::Nothing);
+        return Response::Dropped(After::Nothing);
     }
     // A READ response's AETH (where it has one) is an ACK; the data decides.
     let acked = pkt
@@ -295,7 +303,7 @@ pub(crate) fn response(
         return data_response(dev, shared, inner, pkt);
     }
     let Some(aeth) = pkt.aeth() else {
-        return (false, After::Nothing);
+        return Response::Dropped(After::Nothing);
     };
     let p = pkt.bth.psn;
     // Only PSNs that were sent and are not acknowledged yet mean anything (an ACK of
@@ -303,7 +311,7 @@ pub(crate) fn response(
     // outstanding).
     let slack = i32::from(aeth.syndrome & syndrome::TYPE_MASK == syndrome::ACK);
     if !answers_sent(inner, p, slack) {
-        return (false, After::Nothing);
+        return Response::Dropped(After::Nothing);
     }
     match aeth.syndrome & syndrome::TYPE_MASK {
         syndrome::ACK => {
@@ -311,7 +319,7 @@ pub(crate) fn response(
             inner.retry_left = inner.attrs.retry_cnt;
             inner.progress = true;
             complete_through(dev, shared, inner, p);
-            (true, After::Send)
+            Response::Taken(After::Send)
         }
         syndrome::RNR_NAK => {
             dev.counters.inc(Counter::RcvdRnrNak);
@@ -322,7 +330,7 @@ pub(crate) fn response(
                 let head = inner.sq.consumer();
                 let rec = inner.req.record(head);
                 fail(dev, shared, inner, head, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
-                return (true, After::Nothing);
+                return Response::Taken(After::Nothing);
             }
             if inner.rnr_left != 7 {
                 inner.rnr_left -= 1;
@@ -334,7 +342,7 @@ pub(crate) fn response(
             // to (the requester sets that again when it sends).
             let ms = rnr_ms(aeth.syndrome);
             dev.wq.set_timer(shared, ms);
-            (true, After::Nothing)
+            Response::Taken(After::Nothing)
         }
         _ => {
             let status = match aeth.syndrome {
@@ -342,7 +350,7 @@ pub(crate) fn response(
                     dev.counters.inc(Counter::RcvdSeqNak);
                     complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
                     go_back(dev, inner);
-                    return (true, After::Send);
+                    return Response::Taken(After::Send);
                 }
                 syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,
                 syndrome::NAK_REMOTE_ACCESS => WC_REM_ACCESS_ERR,
@@ -352,7 +360,7 @@ pub(crate) fn response(
             let head = inner.sq.consumer();
             let rec = inner.req.record(head);
             fail(dev, shared, inner, head, rec.wr_id, status);
-            (true, After::Nothing)
+            Response::Taken(After::Nothing)
         }
     }
 }

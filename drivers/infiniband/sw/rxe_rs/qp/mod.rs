@@ -76,7 +76,7 @@ use crate::srq::SrqHandle;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wc::Completion;
 use crate::RxeRs;
-use comp::After;
+use comp::{After, Response};
 use kernel::{
     prelude::*,
     sync::{atomic::Atomic, Arc},
@@ -84,7 +84,7 @@ use kernel::{
 use odp::{FaultLink, OdpWait};
 use owed::{owe, Owed};
 use req::ReqState;
-use resp::RespState;
+use resp::{Request, RespState};
 
 /// The doorbell of the QP never rang.
 const NO_CPU: u32 = u32::MAX;
@@ -299,7 +299,10 @@ impl RxeQp {
             // Answers still to send from before this packet come first: whoever sends
             // them (a run in progress, or the work item) sends what this packet adds.
             let waiting = inner.resp.has_responses();
-            let (taken, mut reply) = resp::request(dev, ndev, qp, &mut inner, pkt, ip);
+            let (taken, mut reply) = match resp::request(dev, ndev, qp, &mut inner, pkt, ip) {
+                Request::Taken(reply) => (true, reply),
+                Request::Dropped(reply) => (false, reply),
+            };
             let responses = !waiting && inner.resp.has_responses();
             let owed = if waiting {
                 inner.resp.defer(reply.take());
@@ -323,7 +326,10 @@ impl RxeQp {
             }
             return taken;
         }
-        let (taken, after) = comp::response(dev, qp, &mut inner, pkt);
+        let (taken, after) = match comp::response(dev, qp, &mut inner, pkt) {
+            Response::Taken(after) => (true, after),
+            Response::Dropped(after) => (false, after),
+        };
         // Only a requester with WQEs left to send has anything to do (an ACK for the
         // last one sent only completes).
         let send = matches!(after, After::Send) && req::has_unsent(&inner);

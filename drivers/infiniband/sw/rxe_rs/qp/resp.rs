@@ -578,8 +578,27 @@ fn scatter(
     Ok(())
 }
 
-/// Takes a request packet; returns whether it was taken (else it is counted as
-/// dropped by the QP) and what to answer.
+/// What the responder made of a request packet.
+pub(crate) enum Request {
+    /// Taken; with the acknowledgement or NAK to send, if one was made.
+    Taken(Reply),
+    /// Not taken (the QP counts it dropped); with the NAK to send, if one was made (the
+    /// sequence NAK of a packet ahead of the PSN expected).
+    Dropped(Reply),
+}
+
+impl Request {
+    /// Taken or dropped as `taken` says, with nothing to answer.
+    fn taken_if(taken: bool) -> Self {
+        if taken {
+            Self::Taken(None)
+        } else {
+            Self::Dropped(None)
+        }
+    }
+}
+
+/// Takes a request packet.
 pub(crate) fn request(
     dev: &Device<RxeRs>,
     ndev: &NetDevice,
@@ -587,28 +606,30 @@ pub(crate) fn request(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
     ip: &[u8],
-) -> (bool, Reply) {
+) -> Request {
     if !matches!(
         inner.state,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
     ) {
-        return (false, None);
+        return Request::Dropped(None);
     }
     let rtr = inner.state == QpState::Rtr;
-    let (taken, reply) = match (shared.qp_type, pkt.info.transport) {
-        (QpType::Ud | QpType::Gsi, Transport::Ud) => (datagram(dev, shared, inner, pkt, ip), None),
+    let request = match (shared.qp_type, pkt.info.transport) {
+        (QpType::Ud | QpType::Gsi, Transport::Ud) => {
+            Request::taken_if(datagram(dev, shared, inner, pkt, ip))
+        }
         (QpType::Rc, Transport::Rc) => rc(dev, ndev, shared, inner, pkt),
-        (QpType::Uc, Transport::Uc) => (uc(dev, shared, inner, pkt), None),
-        _ => (false, None),
+        (QpType::Uc, Transport::Uc) => Request::taken_if(uc(dev, shared, inner, pkt)),
+        _ => Request::Dropped(None),
     };
     // The first packet a connected QP in RTR takes establishes communication (the
     // consumer may not have seen the last connection message, and learns it so).
     let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
-    if taken && rtr && connected && !inner.resp.established {
+    if matches!(request, Request::Taken(_)) && rtr && connected && !inner.resp.established {
         inner.resp.established = true;
         super::RxeQp::raise(dev, shared, inner, QpEvent::CommEst);
     }
-    (taken, reply)
+    request
 }
 
 /// An acknowledgement of `psn` with `syndrome` to the QP's peer.
@@ -1037,13 +1058,13 @@ fn rc(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, Reply) {
+) -> Request {
     let p = pkt.bth.psn;
     let d = psn::diff(p, inner.resp.psn);
     let f = pkt.info.flags;
     if d == 0 && !op_allowed(inner, pkt) {
         // An operation the QP does not accept from its peer (its access flags).
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     if d <= 0 && f & (flag::READ | flag::ATOMIC | flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return read_or_atomic(dev, ndev, shared, inner, pkt, d == 0);
@@ -1062,17 +1083,17 @@ fn rc(
         } else {
             None
         };
-        return (true, reply);
+        return Request::Taken(reply);
     }
     if d > 0 {
         // Packets were lost: ask for them, once.
         dev.counters.inc(Counter::OutOfSeqRequest);
         if inner.resp.nak_sent {
-            return (false, None);
+            return Request::Dropped(None);
         }
         inner.resp.nak_sent = true;
         let reply = ack(ndev, shared, inner, inner.resp.psn, syndrome::NAK_PSN_SEQ);
-        return (false, reply);
+        return Request::Dropped(reply);
     }
     inner.resp.nak_sent = false;
     match place(dev, shared, inner, pkt) {
@@ -1087,17 +1108,21 @@ fn rc(
             if pkt.bth.ack_req {
                 inner.resp.ack_owed = Some((p, inner.resp.msn));
             }
-            (true, None)
+            Request::Taken(None)
         }
         // Missing pages are being faulted in: the requester waits as for a receive
         // WQE (as RoCE NICs with on-demand paging do).
-        Placed::NoWqe | Placed::Fault => (true, rnr_nak(dev, ndev, shared, inner, p)),
-        Placed::Sequence => (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid)),
-        Placed::Access => (true, refuse(dev, ndev, shared, inner, p, Refusal::Access)),
-        Placed::Local(status) => (
-            true,
-            refuse(dev, ndev, shared, inner, p, Refusal::Operation(status)),
-        ),
+        Placed::NoWqe | Placed::Fault => Request::Taken(rnr_nak(dev, ndev, shared, inner, p)),
+        Placed::Sequence => Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid)),
+        Placed::Access => Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access)),
+        Placed::Local(status) => Request::Taken(refuse(
+            dev,
+            ndev,
+            shared,
+            inner,
+            p,
+            Refusal::Operation(status),
+        )),
     }
 }
 
@@ -1145,9 +1170,9 @@ fn read_or_atomic(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
     fresh: bool,
-) -> (bool, Reply) {
+) -> Request {
     if !fresh {
-        return (repeat(dev, inner, pkt), None);
+        return Request::taken_if(repeat(dev, inner, pkt));
     }
     if pkt.info.flags & (flag::FLUSH | flag::ATOMIC_WRITE) != 0 {
         return flush_or_atomic_write(dev, ndev, shared, inner, pkt);
@@ -1188,13 +1213,13 @@ fn new_read(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, Reply) {
+) -> Request {
     let p = pkt.bth.psn;
     let Some(reth) = pkt.reth() else {
-        return (false, None);
+        return Request::Dropped(None);
     };
     if reth.len > MAX_DMA_LEN {
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let rkey = if reth.len == 0 {
         None
@@ -1202,13 +1227,13 @@ fn new_read(
         let qpn = shared.qp_num();
         match mr::remote(dev, reth.rkey, shared.pd, qpn, need::REMOTE_READ) {
             Ok(e) if e.covers(reth.va, reth.len as usize) => Some(reth.rkey),
-            _ => return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access)),
+            _ => return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access)),
         }
     };
     let n = reth.len.div_ceil(inner.mtu_bytes()).max(1);
     let last = psn::add(p, n - 1);
     keep_answer(inner, p, last, Answer::Read(rkey, reth.va, reth.len));
-    (true, None)
+    Request::Taken(None)
 }
 
 /// A new atomic request (compare and swap, fetch and add): carried out now, and its
@@ -1219,13 +1244,13 @@ fn new_atomic(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, Reply) {
+) -> Request {
     let p = pkt.bth.psn;
     let Some(a) = pkt.atomic_eth() else {
-        return (false, None);
+        return Request::Dropped(None);
     };
     if a.va % 8 != 0 {
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let qpn = shared.qp_num();
     let orig = match mr::remote(dev, a.rkey, shared.pd, qpn, need::REMOTE_ATOMIC) {
@@ -1245,17 +1270,17 @@ fn new_atomic(
                 && RxeQp::fault(dev, shared, inner, e.fault(a.va, 8, true), OdpWait::Request)
             {
                 // Not carried out: it comes again after the RNR timer.
-                return (true, rnr_nak(dev, ndev, shared, inner, p));
+                return Request::Taken(rnr_nak(dev, ndev, shared, inner, p));
             }
             r.ok()
         }
         Err(_) => None,
     };
     let Some(orig) = orig else {
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access));
     };
     keep_answer(inner, p, p, Answer::Atomic(orig));
-    (true, None)
+    Request::Taken(None)
 }
 
 /// Keeps the resource of a new request that takes PSNs `first` to `last`, and queues
@@ -1285,10 +1310,10 @@ fn flush_or_atomic_write(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-) -> (bool, Reply) {
+) -> Request {
     let p = pkt.bth.psn;
     let Some(reth) = pkt.reth() else {
-        return (false, None);
+        return Request::Dropped(None);
     };
     // A FLUSH names what it makes visible (global, persistent, or both) and how much
     // (a range or the whole MR): anything else is no FLUSH, and would otherwise need no
@@ -1297,19 +1322,19 @@ fn flush_or_atomic_write(
         .feth()
         .is_none_or(|h| (1..=3).contains(&h.placement) && h.selectivity <= 1);
     if reth.len > MAX_DMA_LEN || !flush_ok {
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let qpn = shared.qp_num();
     let region = mr::remote(dev, reth.rkey, shared.pd, qpn, needs(pkt));
     let ok = if pkt.info.flags & flag::ATOMIC_WRITE != 0 {
         let Ok(value) = <[u8; 8]>::try_from(pkt.payload()) else {
-            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+            return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
         };
         if reth.len != 8 || reth.va % 8 != 0 {
-            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
+            return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
         }
         let Ok(r) = region else {
-            return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
+            return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access));
         };
         let done = dev.atomic(&r, reth.va, |_| u64::from_ne_bytes(value));
         if done == Err(AccessError::Fault)
@@ -1322,7 +1347,7 @@ fn flush_or_atomic_write(
             )
         {
             // Not carried out: it comes again after the RNR timer.
-            return (true, rnr_nak(dev, ndev, shared, inner, p));
+            return Request::Taken(rnr_nak(dev, ndev, shared, inner, p));
         }
         done.is_ok()
     } else {
@@ -1333,11 +1358,11 @@ fn flush_or_atomic_write(
         ok
     };
     if !ok {
-        return (true, refuse(dev, ndev, shared, inner, p, Refusal::Access));
+        return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access));
     }
     inner.resp.nak_sent = false;
     keep_answer(inner, p, p, Answer::Done);
-    (true, None)
+    Request::Taken(None)
 }
 
 /// The responder hit an error it cannot go on from: the receive in progress (if any)
