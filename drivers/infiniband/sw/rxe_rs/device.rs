@@ -23,31 +23,28 @@ use crate::ib::{
     qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
-    task::{Task, Workqueue},
+    task::Workqueue,
     ucontext::Ucontext,
     udata::Udata,
     udp::Tunnels,
     wr::{RecvWr, SendWr, WcOut},
 };
 use crate::ib::{
-    skb::SkbList,
+    skb::Skb,
     sync::{new_spinlock_irq, SpinLockIrq},
 };
 use crate::param::{self, Quota, PORT};
-use crate::recv::Recv;
+use crate::recv::{Recv, Source};
 use crate::stats::{Counter, Counters};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
     fault::FaultUsers,
-    loopback::{LoopQueue, LoopRx, Loopback, LOOP_WAITERS},
+    loopback::{LoopSink, Loopback},
     mcast::McastTable,
     mr::{mr_table, mw_table, AccessError, KeyTable, Region, RxeMr, RxeMw},
     pd::RxePd,
-    qp::{
-        owed::{OwedQueue, OwedTx, OwedWork, OWED_BATCH},
-        qp_table, QpTable, RxeQp,
-    },
+    qp::{owed::OwedWork, qp_table, QpTable, RxeQp},
     srq::{RxeSrq, SrqNumbers},
     ucontext::RxeUcontext,
     RxeRs,
@@ -94,7 +91,8 @@ pub(crate) struct RxeDev {
     pub(crate) qp_table: QpTable,
     /// What `rdma statistic` shows.
     pub(crate) counters: Counters,
-    pub(crate) lo: Loopback,
+    /// The packets the device sends itself.
+    pub(crate) lo: Loopback<RxeRs>,
     pub(crate) owed: OwedWork,
     /// Serialises atomic operations on registered memory, device-wide.
     #[pin]
@@ -131,23 +129,8 @@ impl RxeDev {
             fault_users <- FaultUsers::new(),
             qp_table <- qp_table(),
             counters: Counters::new(),
-            lo: Loopback(Task::new(try_pin_init!(LoopRx {
-                q <- new_spinlock_irq!(pin_init!(LoopQueue {
-                    list <- SkbList::new(),
-                    busy: false,
-                    dev: None,
-                    waiting: [0; LOOP_WAITERS],
-                    nwaiting: 0,
-                })),
-                len: Atomic::new(0),
-            }))?),
-            owed: OwedWork(Task::new(try_pin_init!(OwedTx {
-                q <- new_spinlock_irq!(OwedQueue {
-                    qpns: [(0, 0); OWED_BATCH],
-                    len: 0,
-                    dev: None,
-                }),
-            }))?),
+            lo: Loopback::new()?,
+            owed: OwedWork::new()?,
             atomic_lock <- new_spinlock_irq!(()),
             bulk_wq: Workqueue::new(c_str!("rxe_rs_bulk"), false)?,
             wq: Workqueue::new(c_str!("rxe_rs"), true)?,
@@ -197,6 +180,22 @@ impl RxeDev {
 /// The path MTU a netdev MTU allows once RoCE's headers are taken off (256 at least).
 fn path_mtu(ndev_mtu: u32) -> Mtu {
     Mtu::fitting(ndev_mtu.saturating_sub(param::MAX_HDR_LENGTH)).unwrap_or(Mtu::Mtu256)
+}
+
+impl LoopSink for RxeRs {
+    fn loopback(dev: &Device<Self>) -> &Loopback<Self> {
+        &dev.lo
+    }
+
+    fn deliver(dev: &Device<Self>, skb: Skb) {
+        crate::recv::deliver(dev, skb, Source::Loopback);
+    }
+
+    fn resume(dev: &Device<Self>, qpn: u32) {
+        if let Some(qp) = dev.qp_table.get(qpn) {
+            RxeQp::resume(dev, &qp);
+        }
+    }
 }
 
 impl Driver for RxeRs {

@@ -3,18 +3,17 @@
 //! The device's loopback queue: packets the device sends to itself (see `xmit`), queued
 //! and received in a bottom half as packets from the network are, and the QPs whose
 //! requester or responder waits for room in it.
+//!
+//! The queue knows the driver only through [`LoopSink`]: it hands packets up and
+//! resumes waiting QPs by number, so that nothing below the QPs calls back into them
+//! by name.
 
-use crate::device::RxeDev;
 use crate::ib::{
-    device::{Device, DeviceRef},
+    device::{Device, DeviceRef, Driver},
     skb::{Skb, SkbList},
-    sync::SpinLockIrq,
+    sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun},
 };
-use crate::qp::RxeQp;
-use crate::recv::Source;
-use crate::stats::Counter;
-use crate::RxeRs;
 use kernel::{
     prelude::*,
     sync::{
@@ -23,39 +22,52 @@ use kernel::{
     },
 };
 
+/// The driver above a loopback queue.
+pub(crate) trait LoopSink: Driver {
+    /// The device's loopback queue.
+    fn loopback(dev: &Device<Self>) -> &Loopback<Self>;
+
+    /// Receives a packet the device sent to itself; called in an RCU read-side section.
+    fn deliver(dev: &Device<Self>, skb: Skb);
+
+    /// Resumes QP `qpn`, which waited for room in the queue; called in an RCU read-side
+    /// section.
+    fn resume(dev: &Device<Self>, qpn: u32);
+}
+
 /// Packets the device sent to itself, waiting to be received.
 #[pin_data]
-pub(crate) struct LoopQueue {
+struct LoopQueue<T: LoopSink> {
     #[pin]
-    pub(crate) list: SkbList,
+    list: SkbList,
     /// A receiver is queued or running; the queue is empty when it is not.
-    pub(crate) busy: bool,
+    busy: bool,
     /// The device, held for the receiver queued next (taken by it while it runs).
-    pub(crate) dev: Option<DeviceRef<RxeRs>>,
+    dev: Option<DeviceRef<T>>,
     /// QPs (by number) whose requester or responder stopped at the backlog: the
     /// receiver resumes them once the queue has room again.
-    pub(crate) waiting: [u32; LOOP_WAITERS],
-    pub(crate) nwaiting: usize,
+    waiting: [u32; LOOP_WAITERS],
+    nwaiting: usize,
 }
 
 /// How many QPs may wait for room in the loopback queue; one more resumes from its
 /// work item at once instead.
-pub(crate) const LOOP_WAITERS: usize = 32;
+const LOOP_WAITERS: usize = 32;
 
 /// The loopback queue's receiver: a task that runs in a bottom half.
 #[pin_data]
-pub(crate) struct LoopRx {
+struct LoopRx<T: LoopSink> {
     #[pin]
-    pub(crate) q: SpinLockIrq<LoopQueue>,
+    q: SpinLockIrq<LoopQueue<T>>,
     /// How many packets the queue holds: changed under its lock, read without it.
-    pub(crate) len: Atomic<usize>,
+    len: Atomic<usize>,
 }
 
 /// How many packets the loopback queue's receiver takes in one run (one RCU read-side
 /// section) before it queues itself again behind other bottom-half work.
 const LOOP_BATCH: usize = 64;
 
-impl TaskRun for LoopRx {
+impl<T: LoopSink> TaskRun for LoopRx<T> {
     const BH: bool = true;
 
     /// Receives up to [`LOOP_BATCH`] packets, in an RCU read-side section as packets
@@ -83,7 +95,7 @@ impl TaskRun for LoopRx {
                     next
                 };
                 match next {
-                    Some(skb) => crate::recv::deliver(&dev, skb, Source::Loopback),
+                    Some(skb) => T::deliver(&dev, skb),
                     None => {
                         drained = true;
                         break;
@@ -102,9 +114,7 @@ impl TaskRun for LoopRx {
         if n > 0 {
             let _rcu = kernel::sync::rcu::read_lock();
             for &qpn in &waiting[..n] {
-                if let Some(qp) = dev.qp_table.get(qpn) {
-                    RxeQp::resume(&dev, &qp);
-                }
+                T::resume(&dev, qpn);
             }
         }
         if !drained {
@@ -126,65 +136,77 @@ pub(crate) const LOOP_BACKLOG: usize = 1024;
 const LOOP_LIMIT: usize = 4 * LOOP_BACKLOG;
 
 /// The loopback queue and its receiver; dropping it waits for a run in progress.
-pub(crate) struct Loopback(pub(crate) Arc<Task<LoopRx>>);
+pub(crate) struct Loopback<T: LoopSink>(Arc<Task<LoopRx<T>>>);
 
-impl Drop for Loopback {
+impl<T: LoopSink> Drop for Loopback<T> {
     fn drop(&mut self) {
         Task::cancel(&self.0);
     }
 }
 
-/// Receives a packet the device sent to itself.
-///
-/// The packet is queued and received in a bottom half, as a packet from the network
-/// is, and in order with every other packet the device sends itself; what receiving
-/// it sends (an acknowledgement, the next packet of a message) is queued behind it
-/// rather than received by recursion. Called from process context, the queue's
-/// receiver runs before this returns when the queue was idle. Must not be called
-/// with interrupts disabled.
-pub(crate) fn loopback(dev: &Device<RxeRs>, skb: Skb) -> Result {
-    {
-        let len = &dev.lo.0.len;
-        let mut q = dev.lo.0.q.lock();
-        let q = q.as_mut().project();
-        if len.load(Relaxed) >= LOOP_LIMIT {
-            return Err(ENOSPC);
-        }
-        if *q.busy {
-            // A receiver is queued or running and will find the packet.
+impl<T: LoopSink> Loopback<T> {
+    /// An empty queue.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(Task::new(try_pin_init!(LoopRx {
+            q <- new_spinlock_irq!(pin_init!(LoopQueue {
+                list <- SkbList::new(),
+                busy: false,
+                dev: None,
+                waiting: [0; LOOP_WAITERS],
+                nwaiting: 0,
+            })),
+            len: Atomic::new(0),
+        }))?))
+    }
+
+    /// Receives a packet the device sent to itself.
+    ///
+    /// The packet is queued and received in a bottom half, as a packet from the network
+    /// is, and in order with every other packet the device sends itself; what receiving
+    /// it sends (an acknowledgement, the next packet of a message) is queued behind it
+    /// rather than received by recursion. Called from process context, the queue's
+    /// receiver runs before this returns when the queue was idle. Must not be called
+    /// with interrupts disabled.
+    ///
+    /// `ENOSPC` when the queue is full; `ENODEV` when the device is being unregistered
+    /// (its QPs are all destroyed, so there is no one to receive the packet).
+    pub(crate) fn send(dev: &Device<T>, skb: Skb) -> Result {
+        let lo = &T::loopback(dev).0;
+        {
+            let mut q = lo.q.lock();
+            let q = q.as_mut().project();
+            if lo.len.load(Relaxed) >= LOOP_LIMIT {
+                return Err(ENOSPC);
+            }
+            if *q.busy {
+                // A receiver is queued or running and will find the packet.
+                q.list.push(skb).map_err(|_| EINVAL)?;
+                lo.len.fetch_add(1, Relaxed);
+                return Ok(());
+            }
+            let held = dev.get_ref().ok_or(ENODEV)?;
             q.list.push(skb).map_err(|_| EINVAL)?;
-            len.fetch_add(1, Relaxed);
-            return Ok(());
+            lo.len.fetch_add(1, Relaxed);
+            *q.busy = true;
+            *q.dev = Some(held);
         }
-        let Some(held) = dev.get_ref() else {
-            // Only a device being unregistered refuses: its QPs are all destroyed,
-            // so there is no one to receive the packet.
-            dev.counters.inc(Counter::Dropped);
-            return Ok(());
-        };
-        q.list.push(skb).map_err(|_| EINVAL)?;
-        len.fetch_add(1, Relaxed);
-        *q.busy = true;
-        *q.dev = Some(held);
-    }
-    Task::run_bh(&dev.lo.0);
-    Ok(())
-}
-
-impl RxeDev {
-    /// How many packets the loopback queue holds.
-    pub(crate) fn loop_backlog(&self) -> usize {
-        self.lo.0.len.load(Relaxed)
+        Task::run_bh(lo);
+        Ok(())
     }
 
-    /// QP `qpn` stopped at the loopback queue's backlog: its work item is to run once
-    /// the queue has room again (see `LoopRx::run`). Returns `false` when the caller is
-    /// to queue it itself: the queue has room already (it may have drained since the
-    /// caller looked), or too many QPs wait.
-    pub(crate) fn wait_for_loopback(&self, qpn: u32) -> bool {
-        let mut q = self.lo.0.q.lock();
+    /// How many packets the queue holds.
+    pub(crate) fn backlog(&self) -> usize {
+        self.0.len.load(Relaxed)
+    }
+
+    /// QP `qpn` stopped at the queue's backlog: it is to be resumed once the queue has
+    /// room again (see `LoopRx::run`). Returns `false` when the caller is to resume it
+    /// itself: the queue has room already (it may have drained since the caller
+    /// looked), or too many QPs wait.
+    pub(crate) fn wait(&self, qpn: u32) -> bool {
+        let mut q = self.0.q.lock();
         let q = q.as_mut().project();
-        if self.lo.0.len.load(Relaxed) < LOOP_BACKLOG {
+        if self.0.len.load(Relaxed) < LOOP_BACKLOG {
             return false;
         }
         let n = *q.nwaiting;

@@ -23,7 +23,6 @@
 //! any QP of its PD, a type 2 one only to the QP it was bound through, until it is
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
-use crate::device::RxeDev;
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
 use crate::ib::{
     cq::UserCall,
@@ -175,7 +174,7 @@ pub(crate) struct Fault {
 /// on-demand MR that are missing, the pages to map are in `fault` (the caller has them
 /// faulted in and tries again, or, if that cannot be done, fails with the status).
 pub(crate) fn read_local(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     (lkey, pd, addr): (u32, PdId, u64),
     out: &mut [u8],
     fault: &mut Option<Fault>,
@@ -189,7 +188,7 @@ pub(crate) fn read_local(
 /// Copies `data` to local memory at `addr` through `lkey`, for a QP of `pd`; fails as
 /// [`read_local`].
 pub(crate) fn write_local(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     (lkey, pd, addr): (u32, PdId, u64),
     data: &[u8],
     fault: &mut Option<Fault>,
@@ -217,7 +216,7 @@ pub(crate) enum Resolving {
 /// context only, no lock held. Fails at once, and `done` is not called, if the MR is
 /// gone or being deregistered or the fault cannot be started.
 pub(crate) fn resolve(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     f: &Fault,
     (waiter, granted): (&Arc<dyn FaultWaiter>, &mut Option<FaultSlot>),
     done: impl FnOnce(Result) + Send + 'static,
@@ -387,7 +386,12 @@ impl KeyEntry {
 /// deregistration waits until the sections that found the MR have ended and then
 /// releases the pinned pages, which must happen in process context, so no one else may
 /// hold the MR by then.
-pub(crate) fn local(dev: &RxeDev, lkey: u32, pd: PdId, need: u32) -> Result<Region, AccessError> {
+pub(crate) fn local(
+    dev: &Device<RxeRs>,
+    lkey: u32,
+    pd: PdId,
+    need: u32,
+) -> Result<Region, AccessError> {
     let e = dev.mr_table.get(lkey >> 8).ok_or(AccessError::Key)?;
     e.mr_region(lkey, pd, need)
 }
@@ -395,7 +399,7 @@ pub(crate) fn local(dev: &RxeDev, lkey: u32, pd: PdId, need: u32) -> Result<Regi
 /// Finds the memory the remote key `rkey` (an MR's or a window's) opens to the QP
 /// `qpn` of PD `pd`, for an access that needs the rights `need`. As [`local`].
 pub(crate) fn remote(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     rkey: u32,
     pd: PdId,
     qpn: u32,
@@ -442,7 +446,7 @@ pub(crate) struct OpError;
 /// mapped, with the key `key` (of the same index) and `access`, for a QP of PD `pd`.
 /// The MR must be free (not registered) and of that PD.
 pub(crate) fn register(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     mr_key: u32,
     key: u32,
     access: u32,
@@ -474,7 +478,7 @@ pub(crate) fn register(
 /// LOCAL_INV, or a SEND with invalidate that arrived: `key` (a fast-registration MR's
 /// or a type 2 window's) stops opening anything. The QP that asks is `qpn`, of PD `pd`:
 /// a window only the QP it is bound to may invalidate.
-pub(crate) fn invalidate(dev: &RxeDev, key: u32, pd: PdId, qpn: u32) -> Result<(), OpError> {
+pub(crate) fn invalidate(dev: &Device<RxeRs>, key: u32, pd: PdId, qpn: u32) -> Result<(), OpError> {
     if key >> 8 >= MR_INDEX_LIMIT {
         let w = dev.mw_table.get(key >> 8).ok_or(OpError)?;
         let mr = {
@@ -528,7 +532,7 @@ pub(crate) struct Bind {
 /// BIND_MW through the QP `qpn` of PD `pd`: the window `b.mw_rkey` opens `b.length`
 /// bytes at `b.addr` of the MR `b.mr_lkey` with `b.access` (a type 1 window bound with
 /// length 0 opens nothing). Returns the window's new rkey.
-pub(crate) fn bind(dev: &RxeDev, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, OpError> {
+pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<u32, OpError> {
     let w = dev.mw_table.get(b.mw_rkey >> 8).ok_or(OpError)?;
     let Memory::Window { type2 } = w.memory else {
         return Err(OpError);
@@ -799,7 +803,7 @@ impl RxeMr {
     /// Done before returning whether or not the process asked to wait (`flush`), which
     /// is what an asynchronous prefetch may do too.
     pub(crate) fn advise(
-        dev: &RxeDev,
+        dev: &Device<RxeRs>,
         pd: PdId,
         advice: Advice,
         _flush: bool,

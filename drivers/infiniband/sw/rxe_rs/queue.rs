@@ -13,16 +13,13 @@
 //! is copied out before it is looked at, since librxe's memory is the process's to
 //! scribble on.
 
-use crate::cq::CqHandle;
 use crate::ib::{
     cq::UserCall,
     mmap::UserMap,
     queue::{Geometry, Ring},
-    task::Workqueue,
-    wr::{RecvWr, WcQp},
+    wr::RecvWr,
 };
 use crate::param;
-use crate::wc::{Completion, WC_WR_FLUSH_ERR};
 use crate::wqe::{RECV_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::prelude::*;
@@ -99,40 +96,23 @@ impl WqeRing {
         self.ring.set_producer(count);
     }
 
-    /// Completes every posted work request with a flush error, in order.
+    /// Consumes every posted work request, in order, handing each one's `wr_id` to
+    /// `each`.
     ///
     /// The `wr_id` (the first 8 bytes of both WQE formats) is all that is read of each.
-    pub(crate) fn flush(&mut self, cq: &CqHandle, wq: &Workqueue, qp_num: u32, wc_qp: WcQp) {
+    pub(crate) fn drain(&mut self, each: impl FnMut(u64)) {
         let producer = self.ring.producer();
-        self.flush_to(producer, cq, wq, qp_num, wc_qp);
+        self.drain_to(producer, each);
     }
 
-    /// Completes the posted work requests before slot `end` with a flush error, in
-    /// order; all of them if `end` is not one they reach.
-    pub(crate) fn flush_to(
-        &mut self,
-        end: u32,
-        cq: &CqHandle,
-        wq: &Workqueue,
-        qp_num: u32,
-        wc_qp: WcQp,
-    ) {
+    /// Consumes the posted work requests before slot `end` as [`WqeRing::drain`]; all
+    /// of them if `end` is not one they reach.
+    pub(crate) fn drain_to(&mut self, end: u32, mut each: impl FnMut(u64)) {
         let producer = self.ring.producer();
-        let mut lost = false;
         while self.consumer != producer && self.consumer != end {
             let mut id = [0u8; 8];
             self.ring.read_slot(self.consumer, &mut id);
-            let c = Completion {
-                wr_id: u64::from_ne_bytes(id),
-                status: WC_WR_FLUSH_ERR,
-                qp_num,
-                wc_qp,
-                ..Default::default()
-            };
-            // Once the CQ overflowed, the rest is consumed without completions.
-            if !lost && !cq.post(wq, &c, false) {
-                lost = true;
-            }
+            each(u64::from_ne_bytes(id));
             self.consumer = self.consumer.wrapping_add(1) & self.ring.geometry().mask();
         }
         self.ring.set_consumer(self.consumer);

@@ -24,6 +24,7 @@ use crate::ib::{
     qp::{AddressVector, NetworkType},
     skb::{OutSkb, RouteCache, Skb},
 };
+use crate::loopback::Loopback;
 use crate::roce::{
     frame::{self, Ext, Ip, Layout},
     headers::Bth,
@@ -126,10 +127,16 @@ pub(crate) fn build<E>(
 pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, out: Outgoing) {
     dev.counters.inc(Counter::Sent);
     let sent = match out.route {
-        Route::Local => out
-            .skb
-            .into_received(out.ip_len)
-            .and_then(|skb| crate::loopback::loopback(dev, skb)),
+        Route::Local => {
+            let sent = (out.skb.into_received(out.ip_len)).and_then(|skb| Loopback::send(dev, skb));
+            if sent == Err(ENODEV) {
+                // The device is being unregistered, its QPs all destroyed: no one is
+                // there to receive the packet.
+                dev.counters.inc(Counter::Dropped);
+                return;
+            }
+            sent
+        }
         Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
         Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
     };

@@ -17,7 +17,6 @@ use super::req::{
     complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local, SentWqe,
 };
 use super::{QpInner, QpShared, RxeQp};
-use crate::device::RxeDev;
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -247,7 +246,7 @@ fn placed_response(
 
 /// Sends everything not yet acknowledged again, from the oldest WQE (counted in
 /// `retransmits` when there is something to send again).
-pub(crate) fn go_back(dev: &RxeDev, inner: &mut QpInner) {
+pub(crate) fn go_back(dev: &Device<RxeRs>, inner: &mut QpInner) {
     let head = inner.sq.consumer();
     if head == inner.req.next && inner.req.cur.is_none() {
         return;

@@ -4,11 +4,13 @@
 //! `WR_FLUSH_ERR` completions of everything outstanding in both queues.
 
 use super::{QpInner, QpShared, RxeQp};
+use crate::cq::CqHandle;
 use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState},
     task::{Task, Workqueue},
 };
+use crate::queue::WqeRing;
 use crate::wc::{Completion, WC_WR_FLUSH_ERR};
 use crate::RxeRs;
 use kernel::sync::Arc;
@@ -34,26 +36,54 @@ impl RxeQp {
     /// Flushes both queues of a QP in the error state, and the receive WQE a message
     /// was being placed into, which comes before those still in the ring.
     pub(super) fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
-        inner
-            .sq
-            .flush(&shared.send_cq, wq, shared.qp_num.get(), shared.wc_qp);
+        shared.flush_ring(&mut inner.sq, None, &shared.send_cq, wq);
         // Nothing more is answered either.
         inner.resp.stop();
         inner.req.cur = None;
         inner.req.next = inner.sq.consumer();
         inner.rnr_wait = false;
         for wqe in inner.resp.take_unfinished().into_iter().flatten() {
-            let c = Completion {
-                wr_id: wqe.wr_id,
-                status: WC_WR_FLUSH_ERR,
-                qp_num: shared.qp_num.get(),
-                wc_qp: shared.wc_qp,
-                ..Default::default()
-            };
-            shared.recv_cq.post(wq, &c, false);
+            shared
+                .recv_cq
+                .post(wq, &shared.flush_error(wqe.wr_id), false);
         }
         if let Some(rq) = &mut inner.rq {
-            rq.flush(&shared.recv_cq, wq, shared.qp_num.get(), shared.wc_qp);
+            shared.flush_ring(rq, None, &shared.recv_cq, wq);
+        }
+    }
+}
+
+impl QpShared {
+    /// The `WR_FLUSH_ERR` completion of the work request `wr_id`.
+    fn flush_error(&self, wr_id: u64) -> Completion {
+        Completion {
+            wr_id,
+            status: WC_WR_FLUSH_ERR,
+            qp_num: self.qp_num.get(),
+            wc_qp: self.wc_qp,
+            ..Default::default()
+        }
+    }
+
+    /// Completes the work requests of `ring` before slot `end` (all of them for `None`)
+    /// with a flush error on `cq`, in order. Once the CQ overflowed, the rest are
+    /// consumed without completions.
+    pub(super) fn flush_ring(
+        &self,
+        ring: &mut WqeRing,
+        end: Option<u32>,
+        cq: &CqHandle,
+        wq: &Workqueue,
+    ) {
+        let mut lost = false;
+        let each = |wr_id| {
+            if !lost && !cq.post(wq, &self.flush_error(wr_id), false) {
+                lost = true;
+            }
+        };
+        match end {
+            Some(end) => ring.drain_to(end, each),
+            None => ring.drain(each),
         }
     }
 }

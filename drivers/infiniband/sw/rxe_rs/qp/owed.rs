@@ -7,7 +7,7 @@
 use super::RxeQp;
 use crate::ib::{
     device::{Device, DeviceRef},
-    sync::SpinLockIrq,
+    sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun},
 };
 use crate::RxeRs;
@@ -15,7 +15,7 @@ use kernel::{prelude::*, sync::Arc};
 
 /// How many QPs may owe work at once, device-wide; a QP that finds the list full does
 /// its work at once.
-pub(crate) const OWED_BATCH: usize = 32;
+const OWED_BATCH: usize = 32;
 
 /// What a QP owes after a receive batch.
 #[derive(Clone, Copy)]
@@ -28,20 +28,20 @@ pub(crate) enum Owed {
 
 /// The QPs (by number) that owe work after the receive batch, with what they owe (a
 /// mask of [`Owed`]).
-pub(crate) struct OwedQueue {
-    pub(crate) qpns: [(u32, u8); OWED_BATCH],
-    pub(crate) len: usize,
+struct OwedQueue {
+    qpns: [(u32, u8); OWED_BATCH],
+    len: usize,
     /// The device, held for the sender queued next (taken by it while it runs); the
     /// sender is queued while this is `Some`.
-    pub(crate) dev: Option<DeviceRef<RxeRs>>,
+    dev: Option<DeviceRef<RxeRs>>,
 }
 
 /// The sender of owed acknowledgements and requester runs: a task that runs in a
 /// bottom half, after the one that received the packets (see [`owe`]).
 #[pin_data]
-pub(crate) struct OwedTx {
+struct OwedTx {
     #[pin]
-    pub(crate) q: SpinLockIrq<OwedQueue>,
+    q: SpinLockIrq<OwedQueue>,
 }
 
 impl TaskRun for OwedTx {
@@ -76,7 +76,20 @@ impl TaskRun for OwedTx {
 
 /// The list of owed work (acknowledgements, requester runs) and its sender; dropping it
 /// waits for a run in progress.
-pub(crate) struct OwedWork(pub(crate) Arc<Task<OwedTx>>);
+pub(crate) struct OwedWork(Arc<Task<OwedTx>>);
+
+impl OwedWork {
+    /// An empty list.
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self(Task::new(try_pin_init!(OwedTx {
+            q <- new_spinlock_irq!(OwedQueue {
+                qpns: [(0, 0); OWED_BATCH],
+                len: 0,
+                dev: None,
+            }),
+        }))?))
+    }
+}
 
 impl Drop for OwedWork {
     fn drop(&mut self) {

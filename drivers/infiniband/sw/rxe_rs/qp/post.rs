@@ -154,12 +154,8 @@ impl RxeQp {
         }
         rq.post_recv(wr, qp.shared.cap.max_recv_sge)?;
         if state == QpState::Err {
-            rq.flush(
-                &qp.shared.recv_cq,
-                &qp.device().wq,
-                qp.shared.qp_num.get(),
-                qp.shared.wc_qp,
-            );
+            let shared = &qp.shared;
+            shared.flush_ring(rq, None, &shared.recv_cq, &qp.device().wq);
         }
         Ok(())
     }

@@ -28,7 +28,6 @@
 
 use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
-use crate::device::RxeDev;
 use crate::ib::task::Task;
 use crate::ib::{
     device::Device,
@@ -211,7 +210,7 @@ impl RxeQp {
                         drop(inner);
                         if spent {
                             dev.bulk_wq.run(shared);
-                        } else if !dev.wait_for_loopback(shared.qp_num()) {
+                        } else if !dev.lo.wait(shared.qp_num()) {
                             dev.wq.run(shared);
                         }
                         break;
@@ -261,8 +260,8 @@ pub(super) fn timeout_ms(timeout: u8) -> Option<u32> {
 }
 
 /// Whether a packet to `av` would go to the device's loopback queue while it is full.
-fn backlogged(dev: &RxeDev, av: &AddressVector) -> bool {
-    av.sgid == av.dgid && dev.loop_backlog() >= LOOP_BACKLOG
+fn backlogged(dev: &Device<RxeRs>, av: &AddressVector) -> bool {
+    av.sgid == av.dgid && dev.lo.backlog() >= LOOP_BACKLOG
 }
 
 /// Takes the next step of the requester of a QP in RTS.
@@ -778,7 +777,7 @@ fn atomic_ext(wqe: &SendWqe, cmp: bool) -> Ext {
 /// Writes `data` into a send WQE's buffers from byte `at` on (the data of a READ
 /// response or an atomic's original value). Fails as [`mr::write_local`].
 pub(crate) fn scatter_local(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     wqe: &SendWqe,
     (at, data): (usize, &[u8]),
@@ -832,7 +831,7 @@ pub(crate) fn complete_head(
 /// Copies `out.len()` bytes of a WQE's data, from byte `at` of the message on. Fails as
 /// [`mr::read_local`].
 fn gather_at(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     wqe: &SendWqe,
     at: usize,
@@ -866,13 +865,7 @@ pub(crate) fn fail(
     wr_id: u64,
     status: u32,
 ) {
-    inner.sq.flush_to(
-        index,
-        &shared.send_cq,
-        &dev.wq,
-        shared.qp_num(),
-        shared.wc_qp,
-    );
+    shared.flush_ring(&mut inner.sq, Some(index), &shared.send_cq, &dev.wq);
     if inner.sq.consumer() == index && index != inner.sq.producer() {
         inner.sq.advance();
     }

@@ -27,7 +27,6 @@
 
 use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
-use crate::device::RxeDev;
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
 use crate::ib::{
@@ -342,7 +341,7 @@ impl RxeQp {
                     QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
                 );
             let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
-            let backlog = local && dev.loop_backlog() >= LOOP_BACKLOG;
+            let backlog = local && dev.lo.backlog() >= LOOP_BACKLOG;
             if live && inner.resp.has_responses() && (budget == 0 || backlog) {
                 // The rest is the work item's, now or once the loopback queue has
                 // room (nothing queues a dead QP's).
@@ -352,7 +351,7 @@ impl RxeQp {
                 drop(inner);
                 if budget == 0 {
                     dev.bulk_wq.run(shared);
-                } else if !dev.wait_for_loopback(shared.qp_num()) {
+                } else if !dev.lo.wait(shared.qp_num()) {
                     dev.wq.run(shared);
                 }
                 return;
@@ -561,7 +560,7 @@ fn take_recv(
 /// Writes `parts`, one after the other, into the buffers of `wqe` from byte `at` on.
 /// Fails as [`mr::write_local`].
 fn scatter(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     wqe: &RecvWqe,
     at: u32,
@@ -700,7 +699,7 @@ fn aeth(inner: &QpInner, syndrome: u8) -> Aeth {
 /// An RNR NAK of `psn` with the QP's minimum RNR timer: the peer is to send the request
 /// again once that time passed.
 fn rnr_nak(
-    dev: &RxeDev,
+    dev: &Device<RxeRs>,
     ndev: &NetDevice,
     shared: &Arc<Task<QpShared>>,
     inner: &QpInner,
