@@ -39,7 +39,7 @@ use super::{
     mw::Mw,
     netdev::{NetDevice, NetDeviceRef},
     pd::{Pd, PdId},
-    qp::{self, AddressVector, Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit, QpType},
+    qp::{self, AddressVector, Qp, QpAttr, QpCreated, QpEvents, QpInit, QpQuery, QpType},
     srq::{self, Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
     ucontext::Ucontext,
@@ -501,7 +501,7 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, user: Option<&UserCall<'_, Self>>) -> Result;
 
     /// The consumer asks for a QP's state and attributes.
-    fn query_qp(qp: &Qp<Self>) -> QpAttrs;
+    fn query_qp(qp: &Qp<Self>) -> QpQuery;
 
     /// A QP is about to be destroyed: once this returns, nothing of it may run.
     ///

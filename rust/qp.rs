@@ -12,8 +12,8 @@
 //! ib_core refuses to destroy a QP that is still attached to a multicast group, and
 //! holds the CQs, SRQ and PD of a QP (their `usecnt`) until its destroy returned. The
 //! attribute structures of `modify_qp` and `query_qp` are translated here into
-//! [`QpAttr`] (what a modify sets, one `Option` per mask bit) and [`QpAttrs`] (what a
-//! query reports).
+//! [`QpAttr`] (what a modify sets, one `Option` per mask bit) and [`QpQuery`] (what a
+//! query reports: the state, the capacities and the [`QpAttrs`] a QP keeps).
 //!
 //! `post_send` and `post_recv` may be called in atomic context; the other callbacks run
 //! in process context.
@@ -370,10 +370,10 @@ impl QpAttr {
     }
 }
 
-/// Everything a `query_qp` reports.
+/// The attributes a QP keeps: what `modify_qp` sets (through a [`QpAttr`]) and
+/// `query_qp` reports.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct QpAttrs {
-    pub(crate) state: Option<QpState>,
     pub(crate) path_mtu: Option<Mtu>,
     pub(crate) path_mig_state: u32,
     pub(crate) qkey: u32,
@@ -381,13 +381,11 @@ pub(crate) struct QpAttrs {
     pub(crate) sq_psn: u32,
     pub(crate) dest_qp_num: u32,
     pub(crate) access_flags: u32,
-    pub(crate) cap: QpCap,
     pub(crate) av: AddressVector,
     pub(crate) alt_av: AddressVector,
     pub(crate) pkey_index: u16,
     pub(crate) alt_pkey_index: u16,
     pub(crate) en_sqd_async_notify: bool,
-    pub(crate) sq_draining: bool,
     pub(crate) max_rd_atomic: u8,
     pub(crate) max_dest_rd_atomic: u8,
     pub(crate) min_rnr_timer: u8,
@@ -397,16 +395,41 @@ pub(crate) struct QpAttrs {
     pub(crate) rnr_retry: u8,
     pub(crate) alt_port_num: u32,
     pub(crate) alt_timeout: u8,
+}
+
+/// Everything a `query_qp` reports.
+#[derive(Clone, Debug)]
+pub(crate) struct QpQuery {
+    pub(crate) state: QpState,
+    /// The capacities of the QP's queues.
+    pub(crate) cap: QpCap,
+    pub(crate) sq_draining: bool,
     /// Part of the init attributes a query reports.
     pub(crate) sq_sig_all: bool,
+    pub(crate) attrs: QpAttrs,
+}
+
+impl QpQuery {
+    fn write_to(&self, a: &mut bindings::ib_qp_attr, init: &mut bindings::ib_qp_init_attr) {
+        *a = pin_init::zeroed();
+        let state = self.state.to_raw();
+        a.qp_state = state;
+        a.cur_qp_state = state;
+        a.sq_draining = self.sq_draining.into();
+        self.cap.write_to(&mut a.cap);
+        // The rest of the init attributes (CQs, SRQ, type) ib_core fills in itself.
+        self.cap.write_to(&mut init.cap);
+        init.sq_sig_type = if self.sq_sig_all {
+            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
+        } else {
+            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
+        };
+        self.attrs.write_to(a);
+    }
 }
 
 impl QpAttrs {
-    fn write_to(&self, a: &mut bindings::ib_qp_attr, init: &mut bindings::ib_qp_init_attr) {
-        *a = pin_init::zeroed();
-        let state = self.state.unwrap_or(QpState::Reset).to_raw();
-        a.qp_state = state;
-        a.cur_qp_state = state;
+    fn write_to(&self, a: &mut bindings::ib_qp_attr) {
         a.path_mtu = self.path_mtu.unwrap_or(Mtu::Mtu256).to_raw();
         a.path_mig_state = self.path_mig_state;
         a.qkey = self.qkey;
@@ -414,13 +437,11 @@ impl QpAttrs {
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
         a.qp_access_flags = self.access_flags as i32;
-        self.cap.write_to(&mut a.cap);
         self.av.write_to(&mut a.ah_attr);
         self.alt_av.write_to(&mut a.alt_ah_attr);
         a.pkey_index = self.pkey_index;
         a.alt_pkey_index = self.alt_pkey_index;
         a.en_sqd_async_notify = self.en_sqd_async_notify.into();
-        a.sq_draining = self.sq_draining.into();
         a.max_rd_atomic = self.max_rd_atomic;
         a.max_dest_rd_atomic = self.max_dest_rd_atomic;
         a.min_rnr_timer = self.min_rnr_timer;
@@ -430,13 +451,6 @@ impl QpAttrs {
         a.rnr_retry = self.rnr_retry;
         a.alt_port_num = self.alt_port_num;
         a.alt_timeout = self.alt_timeout;
-        // The rest of the init attributes (CQs, SRQ, type) ib_core fills in itself.
-        self.cap.write_to(&mut init.cap);
-        init.sq_sig_type = if self.sq_sig_all {
-            bindings::ib_sig_type_IB_SIGNAL_ALL_WR
-        } else {
-            bindings::ib_sig_type_IB_SIGNAL_REQ_WR
-        };
     }
 }
 
@@ -656,7 +670,7 @@ pub(super) unsafe fn read_attr(attr: *const bindings::ib_qp_attr, mask: c_int) -
 ///
 /// `attr` and `init` must be valid for writes for the call.
 pub(super) unsafe fn write_attrs(
-    attrs: &QpAttrs,
+    attrs: &QpQuery,
     attr: *mut bindings::ib_qp_attr,
     init: *mut bindings::ib_qp_init_attr,
 ) {

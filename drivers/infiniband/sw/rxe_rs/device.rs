@@ -20,7 +20,7 @@ use crate::ib::{
     netdev::{NetDevice, NetDeviceRef},
     pd::PdId,
     qp::AddressVector,
-    qp::{Qp, QpAttr, QpAttrs, QpCreated, QpEvents, QpInit},
+    qp::{Qp, QpAttr, QpCreated, QpEvents, QpInit, QpQuery},
     srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
     task::Workqueue,
@@ -356,7 +356,7 @@ impl Driver for RxeRs {
         RxeQp::modify(qp, attr)
     }
 
-    fn query_qp(qp: &Qp<Self>) -> QpAttrs {
+    fn query_qp(qp: &Qp<Self>) -> QpQuery {
         qp.query()
     }
 

@@ -6,11 +6,11 @@
 use super::odp::{FaultLink, OdpWait};
 use super::req::ReqState;
 use super::resp::RespState;
-use super::{Attrs, QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
+use super::{QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
-    qp::{QpCap, QpCreated, QpEvents, QpInit, QpState, QpType},
+    qp::{QpAttrs, QpCap, QpCreated, QpEvents, QpInit, QpState, QpType},
     skb::RouteCache,
     sync::new_spinlock_irq,
     task::Task,
@@ -100,7 +100,7 @@ impl QpInner {
     fn new(sq: WqeRing, rq: Option<WqeRing>, req: ReqState, resp: RespState) -> Self {
         QpInner {
             state: QpState::Reset,
-            attrs: Attrs {
+            attrs: QpAttrs {
                 port_num: crate::param::PORT,
                 ..Default::default()
             },

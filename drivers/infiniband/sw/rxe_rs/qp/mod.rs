@@ -61,9 +61,9 @@ mod task;
 use crate::cq::CqHandle;
 use crate::ib::sync::SpinLockIrq;
 use crate::ib::{
-    device::{Device, DeviceRef, Mtu},
+    device::{Device, DeviceRef},
     pd::PdId,
-    qp::{AddressVector, Qp, QpAttrs, QpCap, QpEvent, QpEvents, QpState, QpType},
+    qp::{Qp, QpAttrs, QpCap, QpEvent, QpEvents, QpQuery, QpState, QpType},
     skb::RouteCache,
     task::Task,
     wr::WcQp,
@@ -107,35 +107,9 @@ pub(crate) fn qp_table() -> impl PinInit<QpTable, Error> {
     IdTable::new(FIRST_QPN, QPN_LIMIT)
 }
 
-/// The attributes a QP keeps (`modify_qp` sets them, `query_qp` reports them).
-#[derive(Clone, Default)]
-pub(crate) struct Attrs {
-    pub(crate) path_mtu: Option<Mtu>,
-    pub(crate) path_mig_state: u32,
-    pub(crate) qkey: u32,
-    pub(crate) rq_psn: u32,
-    pub(crate) sq_psn: u32,
-    pub(crate) dest_qp_num: u32,
-    pub(crate) access_flags: u32,
-    pub(crate) av: AddressVector,
-    pub(crate) alt_av: AddressVector,
-    pub(crate) pkey_index: u16,
-    pub(crate) alt_pkey_index: u16,
-    pub(crate) en_sqd_async_notify: bool,
-    pub(crate) max_rd_atomic: u8,
-    pub(crate) max_dest_rd_atomic: u8,
-    pub(crate) min_rnr_timer: u8,
-    pub(crate) port_num: u32,
-    pub(crate) timeout: u8,
-    pub(crate) retry_cnt: u8,
-    pub(crate) rnr_retry: u8,
-    pub(crate) alt_port_num: u32,
-    pub(crate) alt_timeout: u8,
-}
-
 pub(crate) struct QpInner {
     pub(crate) state: QpState,
-    pub(crate) attrs: Attrs,
+    pub(crate) attrs: QpAttrs,
     pub(crate) sq: WqeRing,
     /// `None` when receives come from an SRQ.
     pub(crate) rq: Option<WqeRing>,
@@ -344,35 +318,14 @@ impl RxeQp {
         taken
     }
 
-    pub(crate) fn query(&self) -> QpAttrs {
+    pub(crate) fn query(&self) -> QpQuery {
         let inner = self.shared.inner.lock();
-        let at = &inner.attrs;
-        QpAttrs {
-            state: Some(inner.state),
-            path_mtu: at.path_mtu,
-            path_mig_state: at.path_mig_state,
-            qkey: at.qkey,
-            rq_psn: at.rq_psn,
-            sq_psn: at.sq_psn,
-            dest_qp_num: at.dest_qp_num,
-            access_flags: at.access_flags,
+        QpQuery {
+            state: inner.state,
             cap: self.shared.cap,
-            av: at.av,
-            alt_av: at.alt_av,
-            pkey_index: at.pkey_index,
-            alt_pkey_index: at.alt_pkey_index,
-            en_sqd_async_notify: at.en_sqd_async_notify,
             sq_draining: false,
-            max_rd_atomic: at.max_rd_atomic,
-            max_dest_rd_atomic: at.max_dest_rd_atomic,
-            min_rnr_timer: at.min_rnr_timer,
-            port_num: at.port_num,
-            timeout: at.timeout,
-            retry_cnt: at.retry_cnt,
-            rnr_retry: at.rnr_retry,
-            alt_port_num: at.alt_port_num,
-            alt_timeout: at.alt_timeout,
             sq_sig_all: self.shared.sq_sig_all,
+            attrs: inner.attrs.clone(),
         }
     }
 
