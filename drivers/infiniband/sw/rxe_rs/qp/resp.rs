@@ -324,76 +324,76 @@ impl RxeQp {
         ndev: &NetDevice,
         shared: &Arc<Task<QpShared>>,
     ) {
+        {
+            let mut inner = shared.inner.lock();
+            if inner.resp.busy {
+                inner.resp.again = true;
+                return;
+            }
+            inner.resp.busy = true;
+        }
         // Keys are looked up, and packets of the QP handed on, in an RCU read-side
         // section, as on every path of the data path (see `destroy`).
         let _rcu = kernel::sync::rcu::read_lock();
-        let mut inner = shared.inner.lock();
-        if inner.resp.busy {
-            inner.resp.again = true;
-            return;
-        }
-        inner.resp.busy = true;
         let mut budget = param::RUN_BUDGET;
         loop {
-            let live = !inner.dead
-                && matches!(
-                    inner.state,
-                    QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-                );
-            let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
-            let backlog = local && dev.lo.backlog() >= LOOP_BACKLOG;
-            if live && inner.resp.has_responses() && (budget == 0 || backlog) {
-                // The rest is the work item's, now or once the loopback queue has
-                // room (nothing queues a dead QP's).
-                inner.resp.busy = false;
-                inner.resp.again = false;
-                inner.respond = true;
-                drop(inner);
-                if budget == 0 {
-                    dev.bulk_wq.run(shared);
-                } else if !dev.lo.wait(shared.qp_num()) {
-                    dev.wq.run(shared);
+            let out = {
+                let mut inner = shared.inner.lock();
+                let live = !inner.dead
+                    && matches!(
+                        inner.state,
+                        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+                    );
+                let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
+                let backlog = local && dev.lo.backlog() >= LOOP_BACKLOG;
+                if live && inner.resp.has_responses() && (budget == 0 || backlog) {
+                    // The rest is the work item's, now or once the loopback queue has
+                    // room (nothing queues a dead QP's).
+                    inner.resp.busy = false;
+                    inner.resp.again = false;
+                    inner.respond = true;
+                    drop(inner);
+                    if budget == 0 {
+                        dev.bulk_wq.run(shared);
+                    } else if !dev.lo.wait(shared.qp_num()) {
+                        dev.wq.run(shared);
+                    }
+                    break;
                 }
-                return;
-            }
-            budget = budget.saturating_sub(1);
-            let next = if live {
-                next_response(dev, ndev, shared, &mut inner)
-            } else {
-                Next::Idle
-            };
-            // Whether the run goes on: answers are left, or a packet came meanwhile
-            // (it left what it added to this run).
-            let (out, more) = match next {
-                Next::Packet(o) => (Some(o), inner.resp.has_responses()),
-                Next::Lost => (None, inner.resp.has_responses()),
-                Next::Idle => (None, live && core::mem::take(&mut inner.resp.again)),
-            };
-            if more {
-                drop(inner);
-                if let Some(o) = out {
-                    crate::xmit::send(dev, ndev, &shared.routes, o);
+                budget = budget.saturating_sub(1);
+                let next = if live {
+                    next_response(dev, ndev, shared, &mut inner)
+                } else {
+                    Next::Idle
+                };
+                match next {
+                    Next::Packet(o) => Some(o),
+                    Next::Lost => None,
+                    Next::Idle if live && inner.resp.again => {
+                        inner.resp.again = false;
+                        None
+                    }
+                    Next::Idle => {
+                        inner.resp.busy = false;
+                        inner.resp.again = false;
+                        // The acknowledgement owed for requests after the ones answered,
+                        // and a NAK made meanwhile, follow the answers.
+                        let tail = if live && !inner.resp.has_responses() {
+                            after_answers(ndev, shared, &mut inner)
+                        } else {
+                            [None, None]
+                        };
+                        drop(inner);
+                        for o in tail.into_iter().flatten() {
+                            crate::xmit::send(dev, ndev, &shared.routes, o);
+                        }
+                        break;
+                    }
                 }
-                inner = shared.inner.lock();
-                continue;
-            }
-            // The run ends with its last packet, in the same hold of the lock: a
-            // packet that queues answers from now on starts a run of its own.
-            inner.resp.busy = false;
-            inner.resp.again = false;
-            // The acknowledgement owed for requests after the ones answered, and a
-            // NAK made meanwhile, follow the answers.
-            let tail = if live && !inner.resp.has_responses() {
-                after_answers(ndev, shared, &mut inner)
-            } else {
-                [None, None]
             };
-            drop(inner);
-            let [owed, later] = tail;
-            for o in [out, owed, later].into_iter().flatten() {
+            if let Some(o) = out {
                 crate::xmit::send(dev, ndev, &shared.routes, o);
             }
-            return;
         }
     }
 
