@@ -56,4 +56,5 @@ pub(crate) mod task;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
 pub(crate) mod udp;
+pub(crate) mod verbs;
 pub(crate) mod wr;

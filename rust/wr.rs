@@ -12,7 +12,13 @@
 //! refuses, which it reports back as the bad one. Completions are written into the
 //! consumer's array through [`WcOut`].
 
-use super::{ah::Ah, bindings, device::Driver, mr::KernelMemory};
+use super::{
+    ah::Ah,
+    bindings,
+    device::Driver,
+    mr::KernelMemory,
+    verbs::{WcFlags, WcOpcode, WcStatus},
+};
 use core::marker::PhantomData;
 use kernel::prelude::*;
 
@@ -277,17 +283,14 @@ impl WcQp {
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct Wc {
     pub(crate) wr_id: u64,
-    /// `enum ib_wc_status`.
-    pub(crate) status: u32,
-    /// `enum ib_wc_opcode`.
-    pub(crate) opcode: u32,
+    pub(crate) status: WcStatus,
+    pub(crate) opcode: WcOpcode,
     pub(crate) byte_len: u32,
     pub(crate) qp: WcQp,
     /// Immediate data (network order) or the invalidated rkey.
     pub(crate) ex: u32,
     pub(crate) src_qp: u32,
-    /// `IB_WC_*` flags, the kernel's values.
-    pub(crate) wc_flags: u32,
+    pub(crate) wc_flags: WcFlags,
     pub(crate) pkey_index: u16,
     pub(crate) port_num: u32,
 }
@@ -332,13 +335,13 @@ impl WcOut<'_> {
         }
         let mut w: bindings::ib_wc = pin_init::zeroed();
         w.__bindgen_anon_1.wr_id = c.wr_id;
-        w.status = c.status;
-        w.opcode = c.opcode;
+        w.status = c.status as bindings::ib_wc_status;
+        w.opcode = c.opcode as bindings::ib_wc_opcode;
         w.byte_len = c.byte_len;
         w.qp = c.qp.0 as *mut bindings::ib_qp;
         w.ex.invalidate_rkey = c.ex;
         w.src_qp = c.src_qp;
-        w.wc_flags = c.wc_flags as i32;
+        w.wc_flags = u32::from(c.wc_flags) as i32;
         w.pkey_index = c.pkey_index;
         w.port_num = c.port_num;
         // SAFETY: `next` has room for one more element per `new`'s caller.

@@ -28,11 +28,12 @@ use crate::ib::{
     mmap::UserMap,
     queue::{Geometry, Ring},
     task::{Task, TaskRun, Workqueue},
+    verbs::WcStatus,
     wr::WcOut,
 };
 use crate::{
     param::{self, Charge, Quota},
-    wc::{Completion, UVERBS_WC_LEN, WC_SUCCESS},
+    wc::{Completion, UVERBS_WC_LEN},
     RxeRs,
 };
 use kernel::{prelude::*, sync::Arc};
@@ -108,7 +109,7 @@ impl CqHandle {
             // on a solicited or unsuccessful one; then it is disarmed.
             let fire = match inner.armed {
                 Some(Notify::NextComp) => true,
-                Some(Notify::Solicited) => solicited || c.status != WC_SUCCESS,
+                Some(Notify::Solicited) => solicited || c.status != WcStatus::Success,
                 None => false,
             };
             if fire {

@@ -24,6 +24,7 @@
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
+use crate::ib::verbs::WcStatus;
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
@@ -35,7 +36,6 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
-use crate::wc::WC_LOC_PROT_ERR;
 use crate::RxeRs;
 use kernel::{
     prelude::*,
@@ -178,8 +178,8 @@ pub(crate) fn read_local(
     (lkey, pd, addr): (u32, PdId, u64),
     out: &mut [u8],
     fault: &mut Option<Fault>,
-) -> Result<(), u32> {
-    let m = local(dev, lkey, pd, need::LOCAL_READ).map_err(|_| WC_LOC_PROT_ERR)?;
+) -> Result<(), WcStatus> {
+    let m = local(dev, lkey, pd, need::LOCAL_READ).map_err(|_| WcStatus::LocProtErr)?;
     let len = out.len();
     m.read(addr, out)
         .map_err(|e| m.local_error(e, (addr, len, false), fault))
@@ -192,8 +192,8 @@ pub(crate) fn write_local(
     (lkey, pd, addr): (u32, PdId, u64),
     data: &[u8],
     fault: &mut Option<Fault>,
-) -> Result<(), u32> {
-    let m = local(dev, lkey, pd, need::LOCAL_WRITE).map_err(|_| WC_LOC_PROT_ERR)?;
+) -> Result<(), WcStatus> {
+    let m = local(dev, lkey, pd, need::LOCAL_WRITE).map_err(|_| WcStatus::LocProtErr)?;
     m.write(addr, data)
         .map_err(|e| m.local_error(e, (addr, data.len(), true), fault))
 }
@@ -314,11 +314,11 @@ impl Region {
         e: AccessError,
         (iova, len, write): (u64, usize, bool),
         fault: &mut Option<Fault>,
-    ) -> u32 {
+    ) -> WcStatus {
         if e == AccessError::Fault {
             *fault = Some(self.fault(iova, len, write));
         }
-        WC_LOC_PROT_ERR
+        WcStatus::LocProtErr
     }
 
     /// Copies `data` into the memory at `iova`.

@@ -8,9 +8,9 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
+use crate::ib::verbs::WcStatus;
 use crate::mr::Bind;
 use crate::param;
-use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_PROT_ERR};
 
 /// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
 pub(crate) const RECV_WQE_HDR: usize = 40;
@@ -105,15 +105,15 @@ pub(crate) struct Sge {
 
 /// Walks the buffers `sges` describe, as one message: calls `f` with the local key and
 /// the address of each piece of the `len` bytes from byte `at` of the message on, and
-/// the range of those bytes the piece holds. `Err(WC_LOC_LEN_ERR)` if the buffers end
-/// first, `Err(WC_LOC_PROT_ERR)` if a piece's address would pass 2^64 (an SGE's address
+/// the range of those bytes the piece holds. `Err(WcStatus::LocLenErr)` if the buffers end
+/// first, `Err(WcStatus::LocProtErr)` if a piece's address would pass 2^64 (an SGE's address
 /// is the process's to choose); `f`'s error ends the walk.
 pub(crate) fn for_each_piece(
     sges: impl Iterator<Item = Sge>,
     at: usize,
     len: usize,
-    mut f: impl FnMut(u32, u64, core::ops::Range<usize>) -> Result<(), u32>,
-) -> Result<(), u32> {
+    mut f: impl FnMut(u32, u64, core::ops::Range<usize>) -> Result<(), WcStatus>,
+) -> Result<(), WcStatus> {
     let mut skip = at;
     let mut done = 0;
     for sge in sges {
@@ -126,13 +126,13 @@ pub(crate) fn for_each_piece(
             continue;
         }
         let n = (room - skip).min(len - done);
-        let addr = crate::mr::iova_add(sge.addr, skip as u64).map_err(|_| WC_LOC_PROT_ERR)?;
+        let addr = crate::mr::iova_add(sge.addr, skip as u64).map_err(|_| WcStatus::LocProtErr)?;
         f(sge.lkey, addr, done..done + n)?;
         done += n;
         skip = 0;
     }
     if done != len {
-        return Err(WC_LOC_LEN_ERR);
+        return Err(WcStatus::LocLenErr);
     }
     Ok(())
 }

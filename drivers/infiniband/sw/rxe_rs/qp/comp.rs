@@ -17,6 +17,7 @@ use super::req::{
     complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local, SentWqe,
 };
 use super::{QpInner, QpShared, RxeQp};
+use crate::ib::verbs::WcStatus;
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -25,8 +26,6 @@ use crate::ib::{
 use crate::mr::{self, Fault};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
-use crate::wc::{WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR};
-use crate::wc::{WC_REM_ACCESS_ERR, WC_REM_INV_REQ_ERR, WC_REM_OP_ERR, WC_RNR_RETRY_EXC_ERR};
 use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::sync::Arc;
@@ -98,7 +97,7 @@ fn data_response(
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
         _ => {
-            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocQpOpErr);
             return Response::Taken(After::Nothing);
         }
     };
@@ -176,7 +175,7 @@ fn place_response(
     (head, rec): (u32, SentWqe),
     wqe: &SendWqe,
     fault: &mut Option<Fault>,
-) -> Result<(Result<(), u32>, bool), Response> {
+) -> Result<(Result<(), WcStatus>, bool), Response> {
     if is_atomic(rec.opcode) {
         let Some(orig) = pkt.atomic_ack() else {
             return Err(Response::Dropped(After::Nothing));
@@ -189,7 +188,7 @@ fn place_response(
     if !is_read(rec.opcode) {
         // A FLUSH or an ATOMIC WRITE: an empty READ response says it is done.
         if !pkt.payload().is_empty() {
-            fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocLenErr);
             return Err(Response::Taken(After::Nothing));
         }
         return Ok((Ok(()), true));
@@ -205,7 +204,7 @@ fn place_response(
         data.len() == mtu as usize
     };
     if !fits {
-        fail(dev, shared, inner, head, rec.wr_id, WC_LOC_LEN_ERR);
+        fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocLenErr);
         return Err(Response::Taken(After::Nothing));
     }
     Ok((scatter_local(dev, shared, wqe, (at, data), fault), last))
@@ -231,7 +230,7 @@ fn placed_response(
         && rec.opcode == op::RDMA_READ_WITH_INV
         && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd, shared.qp_num()).is_err()
     {
-        fail(dev, shared, inner, head, rec.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocQpOpErr);
         return Response::Taken(After::Nothing);
     }
     if last {
@@ -328,7 +327,14 @@ pub(crate) fn response(
                 dev.counters.inc(Counter::RnrRetryExceeded);
                 let head = inner.sq.consumer();
                 let rec = inner.req.record(head);
-                fail(dev, shared, inner, head, rec.wr_id, WC_RNR_RETRY_EXC_ERR);
+                fail(
+                    dev,
+                    shared,
+                    inner,
+                    head,
+                    rec.wr_id,
+                    WcStatus::RnrRetryExcErr,
+                );
                 return Response::Taken(After::Nothing);
             }
             if inner.rnr_left != 7 {
@@ -351,9 +357,9 @@ pub(crate) fn response(
                     go_back(dev, inner);
                     return Response::Taken(After::Send);
                 }
-                syndrome::NAK_INVALID_REQUEST => WC_REM_INV_REQ_ERR,
-                syndrome::NAK_REMOTE_ACCESS => WC_REM_ACCESS_ERR,
-                _ => WC_REM_OP_ERR,
+                syndrome::NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,
+                syndrome::NAK_REMOTE_ACCESS => WcStatus::RemAccessErr,
+                _ => WcStatus::RemOpErr,
             };
             complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
             let head = inner.sq.consumer();

@@ -5,13 +5,14 @@
 
 use super::{QpInner, QpShared, RxeQp};
 use crate::cq::CqHandle;
+use crate::ib::verbs::WcStatus;
 use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState},
     task::{Task, Workqueue},
 };
 use crate::queue::WqeRing;
-use crate::wc::{Completion, WC_WR_FLUSH_ERR};
+use crate::wc::Completion;
 use crate::RxeRs;
 use kernel::sync::Arc;
 
@@ -58,7 +59,7 @@ impl QpShared {
     fn flush_error(&self, wr_id: u64) -> Completion {
         Completion {
             wr_id,
-            status: WC_WR_FLUSH_ERR,
+            status: WcStatus::WrFlushErr,
             qp_num: self.qp_num.get(),
             wc_qp: self.wc_qp,
             ..Default::default()

@@ -5,12 +5,13 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
+use crate::ib::verbs::WcStatus;
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
-use crate::wc::{Completion, WC_WR_FLUSH_ERR};
+use crate::wc::Completion;
 use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
@@ -117,7 +118,7 @@ impl RxeQp {
             QpState::Err => {
                 let c = Completion {
                     wr_id: wr.wr_id(),
-                    status: WC_WR_FLUSH_ERR,
+                    status: WcStatus::WrFlushErr,
                     qp_num: qp.shared.qp_num.get(),
                     wc_qp: qp.shared.wc_qp,
                     ..Default::default()

@@ -29,6 +29,7 @@
 use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::task::Task;
+use crate::ib::verbs::{WcOpcode, WcStatus};
 use crate::ib::{
     device::Device,
     netdev::NetDevice,
@@ -42,7 +43,7 @@ use crate::roce::{
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
     psn,
 };
-use crate::wc::{wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_MW_BIND_ERR, WC_SUCCESS};
+use crate::wc::Completion;
 use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
@@ -284,7 +285,7 @@ pub(crate) fn step(
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
-            fail(dev, shared, inner, head, m.wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, head, m.wr_id, WcStatus::LocLenErr);
             return Step::Again;
         }
     };
@@ -325,19 +326,23 @@ pub(crate) fn is_local(opcode: u32) -> bool {
 }
 
 /// Carries out a local operation of the QP; `Err` holds the completion status.
-fn local_op(dev: &Device<RxeRs>, shared: &Arc<Task<QpShared>>, wqe: &SendWqe) -> Result<(), u32> {
+fn local_op(
+    dev: &Device<RxeRs>,
+    shared: &Arc<Task<QpShared>>,
+    wqe: &SendWqe,
+) -> Result<(), WcStatus> {
     match wqe.opcode {
         op::LOCAL_INV => {
             let (rkey, qpn) = (wqe.invalidate_rkey(), shared.qp_num());
-            mr::invalidate(dev, rkey, shared.pd, qpn).map_err(|_| WC_LOC_QP_OP_ERR)
+            mr::invalidate(dev, rkey, shared.pd, qpn).map_err(|_| WcStatus::LocQpOpErr)
         }
         op::REG_MR => {
             let (lkey, key, access) = wqe.reg();
-            mr::register(dev, lkey, key, access, shared.pd).map_err(|_| WC_LOC_QP_OP_ERR)
+            mr::register(dev, lkey, key, access, shared.pd).map_err(|_| WcStatus::LocQpOpErr)
         }
         _ => mr::bind(dev, &wqe.bind(), shared.pd, shared.qp_num())
             .map(|_| ())
-            .map_err(|_| WC_MW_BIND_ERR),
+            .map_err(|_| WcStatus::MwBindErr),
     }
 }
 
@@ -398,12 +403,12 @@ fn start(
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
-            fail(dev, shared, inner, index, m.wr_id, WC_LOC_LEN_ERR);
+            fail(dev, shared, inner, index, m.wr_id, WcStatus::LocLenErr);
             return ControlFlow::Break(Step::Again);
         }
     };
     if !allowed(shared.qp_type, inner.sq.is_user(), wqe.opcode) {
-        fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, index, wqe.wr_id, WcStatus::LocQpOpErr);
         return ControlFlow::Break(Step::Again);
     }
     if is_local(wqe.opcode) {
@@ -483,7 +488,7 @@ fn may_start(
     wqe: &SendWqe,
 ) -> ControlFlow<Step> {
     if is_atomic(wqe.opcode) && wqe.length < 8 {
-        fail(dev, shared, inner, index, wqe.wr_id, WC_LOC_LEN_ERR);
+        fail(dev, shared, inner, index, wqe.wr_id, WcStatus::LocLenErr);
         return ControlFlow::Break(Step::Again);
     }
     if is_read_or_atomic(wqe.opcode) {
@@ -542,7 +547,7 @@ fn current(
             Some((rec, w))
         }
         _ => {
-            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, index, rec.wr_id, WcStatus::LocQpOpErr);
             None
         }
     }
@@ -614,7 +619,7 @@ fn send_or_write(
             return Step::Again;
         }
         Err(_) => {
-            fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, index, rec.wr_id, WcStatus::LocQpOpErr);
             return Step::Again;
         }
     };
@@ -673,7 +678,7 @@ fn read_or_atomic(
         0
     };
     let Some((opcode, ext, data)) = request(&rec, wqe, offset) else {
-        fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, index, rec.wr_id, WcStatus::LocQpOpErr);
         return Step::Again;
     };
     inner.req.since_ack = 0;
@@ -691,10 +696,10 @@ fn read_or_atomic(
         if let Some(d) = data {
             out.copy_from_slice(&d);
         }
-        Ok::<(), u32>(())
+        Ok::<(), WcStatus>(())
     });
     let Ok(out) = built else {
-        fail(dev, shared, inner, index, rec.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, index, rec.wr_id, WcStatus::LocQpOpErr);
         return Step::Again;
     };
     // The responses use the PSNs up to the last.
@@ -782,7 +787,7 @@ pub(crate) fn scatter_local(
     wqe: &SendWqe,
     (at, data): (usize, &[u8]),
     fault: &mut Option<Fault>,
-) -> Result<(), u32> {
+) -> Result<(), WcStatus> {
     for_each_piece(wqe.sges(), at, data.len(), |lkey, addr, r| {
         mr::write_local(dev, (lkey, shared.pd, addr), &data[r], fault)
     })
@@ -806,18 +811,18 @@ pub(crate) fn complete_head(
     if shared.sq_sig_all || rec.flags & send_flag::SIGNALED != 0 {
         let c = Completion {
             wr_id: rec.wr_id,
-            status: WC_SUCCESS,
+            status: WcStatus::Success,
             opcode: match rec.opcode {
-                op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => wc_op::RDMA_WRITE,
-                op::RDMA_READ | op::RDMA_READ_WITH_INV => wc_op::RDMA_READ,
-                op::ATOMIC_CMP_AND_SWP => wc_op::COMP_SWAP,
-                op::ATOMIC_FETCH_AND_ADD => wc_op::FETCH_ADD,
-                op::LOCAL_INV => wc_op::LOCAL_INV,
-                op::BIND_MW => wc_op::BIND_MW,
-                op::REG_MR => wc_op::REG_MR,
-                op::FLUSH => wc_op::FLUSH,
-                op::ATOMIC_WRITE => wc_op::ATOMIC_WRITE,
-                _ => wc_op::SEND,
+                op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => WcOpcode::RdmaWrite,
+                op::RDMA_READ | op::RDMA_READ_WITH_INV => WcOpcode::RdmaRead,
+                op::ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
+                op::ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
+                op::LOCAL_INV => WcOpcode::LocalInv,
+                op::BIND_MW => WcOpcode::BindMw,
+                op::REG_MR => WcOpcode::RegMr,
+                op::FLUSH => WcOpcode::Flush,
+                op::ATOMIC_WRITE => WcOpcode::AtomicWrite,
+                _ => WcOpcode::Send,
             },
             byte_len: if is_atomic(rec.opcode) { 8 } else { rec.length },
             qp_num: shared.qp_num(),
@@ -837,13 +842,13 @@ fn gather_at(
     at: usize,
     out: &mut [u8],
     fault: &mut Option<Fault>,
-) -> Result<(), u32> {
+) -> Result<(), WcStatus> {
     if wqe.is_inline() {
         let data = wqe.inline_data();
         let src = data
             .get(at..)
             .and_then(|d| d.get(..out.len()))
-            .ok_or(WC_LOC_LEN_ERR)?;
+            .ok_or(WcStatus::LocLenErr)?;
         out.copy_from_slice(src);
         return Ok(());
     }
@@ -863,7 +868,7 @@ pub(crate) fn fail(
     inner: &mut QpInner,
     index: u32,
     wr_id: u64,
-    status: u32,
+    status: WcStatus,
 ) {
     shared.flush_ring(&mut inner.sq, Some(index), &shared.send_cq, &dev.wq);
     if inner.sq.consumer() == index && index != inner.sq.producer() {
@@ -893,20 +898,20 @@ fn ud(
         op::SEND => false,
         op::SEND_WITH_IMM => true,
         _ => {
-            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, wqe.wr_id, WcStatus::LocQpOpErr);
             return Step::Again;
         }
     };
     // A datagram is one packet: at most the path MTU.
     if wqe.length > dev.mtu_bytes() {
-        fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_LEN_ERR);
+        fail(dev, shared, inner, head, wqe.wr_id, WcStatus::LocLenErr);
         return Step::Again;
     }
     // librxe names the address handle by number (it always gets one from the device),
     // which must be one of the QP's PD.
     let ah = dev.ah_table.get(wqe.ah_num);
     let Some(av) = ah.as_ref().and_then(|ah| ah.av_for(shared.pd)) else {
-        fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
+        fail(dev, shared, inner, head, wqe.wr_id, WcStatus::LocQpOpErr);
         return Step::Again;
     };
     if backlogged(dev, av) {
@@ -957,7 +962,7 @@ fn ud(
             return Step::Again;
         }
         Err(_) => {
-            fail(dev, shared, inner, head, wqe.wr_id, WC_LOC_QP_OP_ERR);
+            fail(dev, shared, inner, head, wqe.wr_id, WcStatus::LocQpOpErr);
             return Step::Again;
         }
     };
@@ -966,8 +971,8 @@ fn ud(
     if shared.sq_sig_all || wqe.flags & send_flag::SIGNALED != 0 {
         let c = Completion {
             wr_id: wqe.wr_id,
-            status: WC_SUCCESS,
-            opcode: wc_op::SEND,
+            status: WcStatus::Success,
+            opcode: WcOpcode::Send,
             byte_len: wqe.length,
             qp_num,
             wc_qp: shared.wc_qp,

@@ -29,6 +29,7 @@ use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
+use crate::ib::verbs::{WcFlag, WcOpcode, WcStatus};
 use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState, QpType},
@@ -44,10 +45,7 @@ use crate::roce::{
     psn::{self, PSN_MASK},
 };
 use crate::stats::Counter;
-use crate::wc::{
-    wc_flag, wc_op, Completion, WC_LOC_LEN_ERR, WC_LOC_QP_OP_ERR, WC_REM_ACCESS_ERR,
-    WC_REM_INV_REQ_ERR, WC_SUCCESS,
-};
+use crate::wc::Completion;
 use crate::wqe::{for_each_piece, Malformed, RecvWqe, MAX_RECV_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
@@ -566,7 +564,7 @@ fn scatter(
     at: u32,
     parts: &[&[u8]],
     fault: &mut Option<Fault>,
-) -> Result<(), u32> {
+) -> Result<(), WcStatus> {
     let mut at = at as usize;
     for part in parts {
         for_each_piece(wqe.sges(), at, part.len(), |lkey, addr, r| {
@@ -651,7 +649,7 @@ enum Refusal {
     /// A key that does not open the memory named (NAK remote access error).
     Access,
     /// The operation failed at the responder (NAK remote operational error).
-    Operation(u32),
+    Operation(WcStatus),
 }
 
 /// Refuses the request at `psn` for the reason `why`: the QP enters the error state,
@@ -665,8 +663,8 @@ fn refuse(
     why: Refusal,
 ) -> Reply {
     let (syndrome, status) = match why {
-        Refusal::Invalid => (syndrome::NAK_INVALID_REQUEST, WC_REM_INV_REQ_ERR),
-        Refusal::Access => (syndrome::NAK_REMOTE_ACCESS, WC_REM_ACCESS_ERR),
+        Refusal::Invalid => (syndrome::NAK_INVALID_REQUEST, WcStatus::RemInvReqErr),
+        Refusal::Access => (syndrome::NAK_REMOTE_ACCESS, WcStatus::RemAccessErr),
         Refusal::Operation(status) => (syndrome::NAK_REMOTE_OP, status),
     };
     let reply = ack(ndev, shared, inner, psn, syndrome);
@@ -757,7 +755,7 @@ enum Placed {
     /// A bad R_Key, or outside its range.
     Access,
     /// Local trouble: too long for the WQE, or its buffers cannot be written.
-    Local(u32),
+    Local(WcStatus),
     /// Pages of an on-demand MR are missing: nothing changed, and the task faults them
     /// in; the packet is to come again.
     Fault,
@@ -834,13 +832,13 @@ fn place_send(
         }
         None => match take_recv(&dev.wq, shared, inner) {
             None => return Placed::NoWqe,
-            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WcStatus::LocLenErr),
             Some(Ok(w)) => (w, 0),
         },
     };
     let end = match at.checked_add(payload.len() as u32) {
         Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
-        _ => return recv_error(inner, wqe, WC_LOC_LEN_ERR),
+        _ => return recv_error(inner, wqe, WcStatus::LocLenErr),
     };
     let mut fault = None;
     if let Err(s) = scatter(dev, shared, &wqe, at, &[payload], &mut fault) {
@@ -874,19 +872,19 @@ fn send_completion(
     len: u32,
     pkt: &Packet<'_>,
 ) -> Placed {
-    let mut c = recv_completion(shared, &wqe, wc_op::RECV, len);
+    let mut c = recv_completion(shared, &wqe, WcOpcode::Recv, len);
     if let Some(imm) = pkt.imm() {
         c.ex = u32::from_ne_bytes(imm);
-        c.wc_flags |= wc_flag::WITH_IMM;
+        c.wc_flags |= WcFlag::WithImm;
     }
     if let Some(rkey) = pkt.ieth() {
         // The sender asks that its peer's key stop opening memory, as a LOCAL_INV
         // of this QP would.
         if mr::invalidate(dev, rkey, shared.pd, shared.qp_num()).is_err() {
-            return recv_error(inner, wqe, WC_LOC_QP_OP_ERR);
+            return recv_error(inner, wqe, WcStatus::LocQpOpErr);
         }
         c.ex = rkey;
-        c.wc_flags |= wc_flag::WITH_INV;
+        c.wc_flags |= WcFlag::WithInv;
     }
     Placed::Done(Progress::Completed(c))
 }
@@ -921,7 +919,7 @@ fn place_write(
                 }
                 return Placed::NoWqe;
             }
-            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WC_LOC_LEN_ERR),
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WcStatus::LocLenErr),
             Some(Ok(w)) => Some(w),
         },
         _ => None,
@@ -961,9 +959,9 @@ fn place_write(
     let (Some(imm), Some(wqe)) = (imm, imm_wqe) else {
         return Placed::Done(Progress::Ended);
     };
-    let mut c = recv_completion(shared, &wqe, wc_op::RECV_RDMA_WITH_IMM, total);
+    let mut c = recv_completion(shared, &wqe, WcOpcode::RecvRdmaWithImm, total);
     c.ex = u32::from_ne_bytes(imm);
-    c.wc_flags |= wc_flag::WITH_IMM;
+    c.wc_flags |= WcFlag::WithImm;
     Placed::Done(Progress::Completed(c))
 }
 
@@ -1029,12 +1027,12 @@ fn write_payload(
 fn recv_completion(
     shared: &Arc<Task<QpShared>>,
     wqe: &RecvWqe,
-    opcode: u32,
+    opcode: WcOpcode,
     len: u32,
 ) -> Completion {
     Completion {
         wr_id: wqe.wr_id,
-        status: WC_SUCCESS,
+        status: WcStatus::Success,
         opcode,
         byte_len: len,
         qp_num: shared.qp_num(),
@@ -1045,7 +1043,7 @@ fn recv_completion(
 }
 
 /// A receive WQE ends in error `status` (completed by `responder_error`).
-fn recv_error(inner: &mut QpInner, wqe: RecvWqe, status: u32) -> Placed {
+fn recv_error(inner: &mut QpInner, wqe: RecvWqe, status: WcStatus) -> Placed {
     inner.resp.msg = Some(Msg::Send(wqe, 0));
     Placed::Local(status)
 }
@@ -1370,7 +1368,7 @@ fn responder_error(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
-    status: u32,
+    status: WcStatus,
 ) {
     if let Some(Msg::Send(wqe, _)) = inner.resp.msg.take() {
         let c = Completion {
@@ -1383,8 +1381,8 @@ fn responder_error(
         RxeQp::complete(dev, shared, inner, true, &c, false);
     }
     let event = match status {
-        WC_REM_ACCESS_ERR => Some(QpEvent::AccessErr),
-        WC_REM_INV_REQ_ERR => Some(QpEvent::ReqErr),
+        WcStatus::RemAccessErr => Some(QpEvent::AccessErr),
+        WcStatus::RemInvReqErr => Some(QpEvent::ReqErr),
         _ => None,
     };
     super::RxeQp::enter_err(dev, shared, inner);
@@ -1488,7 +1486,7 @@ fn datagram(
             // A receive WQE that fails its checks: consumed with a length error.
             let c = Completion {
                 wr_id: m.wr_id,
-                status: WC_LOC_LEN_ERR,
+                status: WcStatus::LocLenErr,
                 qp_num: shared.qp_num(),
                 wc_qp: shared.wc_qp,
                 ..Default::default()
@@ -1507,7 +1505,7 @@ fn datagram(
     let imm = pkt.imm();
     let mut fault = None;
     let status = match scatter(dev, shared, &wqe, 0, &[&grh, payload], &mut fault) {
-        Ok(()) => WC_SUCCESS,
+        Ok(()) => WcStatus::Success,
         Err(s) => {
             if let Some(f) = fault {
                 if RxeQp::fault(dev, shared, inner, f, OdpWait::Request) {
@@ -1527,14 +1525,14 @@ fn datagram(
         wc_qp: shared.wc_qp,
         ..Default::default()
     };
-    if status == WC_SUCCESS {
-        c.opcode = wc_op::RECV;
+    if status == WcStatus::Success {
+        c.opcode = WcOpcode::Recv;
         c.byte_len = (GRH_LEN + payload.len()) as u32;
         c.src_qp = deth.src_qp;
-        c.wc_flags = wc_flag::GRH;
+        c.wc_flags = WcFlag::Grh.into();
         if let Some(imm) = imm {
             c.ex = u32::from_ne_bytes(imm);
-            c.wc_flags |= wc_flag::WITH_IMM;
+            c.wc_flags |= WcFlag::WithImm;
         }
         c.port_num = PORT as u8;
     }

@@ -8,6 +8,7 @@ use super::odp::OdpWait;
 use super::req::timeout_ms;
 use super::{comp, req, QpShared, RxeQp};
 use crate::fault::FaultWaiter;
+use crate::ib::verbs::WcStatus;
 use crate::ib::{
     device::Device,
     qp::QpState,
@@ -15,7 +16,6 @@ use crate::ib::{
 };
 use crate::mr::Resolving;
 use crate::stats::Counter;
-use crate::wc::WC_RETRY_EXC_ERR;
 use crate::RxeRs;
 use kernel::sync::Arc;
 
@@ -135,7 +135,14 @@ impl TaskRun for QpShared {
                 if inner.retry_left == 0 {
                     dev.counters.inc(Counter::RetryExceeded);
                     let rec = inner.req.record(head);
-                    req::fail(dev, task, &mut inner, head, rec.wr_id, WC_RETRY_EXC_ERR);
+                    req::fail(
+                        dev,
+                        task,
+                        &mut inner,
+                        head,
+                        rec.wr_id,
+                        WcStatus::RetryExcErr,
+                    );
                     return;
                 }
                 inner.retry_left -= 1;
