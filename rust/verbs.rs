@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Values of the verbs: the status, opcode and flags of a work completion.
+//! Values of the verbs: the status, opcode and flags of a work completion, and the
+//! opcode and flags of a send work request.
 //!
 //! Each type is built from the kernel's own definitions (`enum ib_wc_status`,
-//! `enum ib_wc_opcode`, `enum ib_wc_flags` of `ib_verbs.h`), so that a kernel that
-//! renumbers one renumbers it here too; two variants that came to share a value would
-//! not compile. The values user space reads in a `struct ib_uverbs_wc` are checked
-//! against the uapi header at build time where it defines them (the opcodes), and are
-//! translated where the two differ (the flags, see [`WcFlags::to_user`]).
+//! `ib_wc_opcode`, `ib_wc_flags`, `ib_wr_opcode` and `ib_send_flags` of `ib_verbs.h`),
+//! so that a kernel that renumbers one renumbers it here too; two variants that came to
+//! share a value would not compile. The values user space reads in a `struct
+//! ib_uverbs_wc` or writes in a send WQE are checked against the uapi header at build
+//! time where it defines them (the opcodes), and are translated where the two differ
+//! (the completion flags, see [`WcFlags::to_user`]).
 
 use super::bindings;
 
@@ -110,5 +112,109 @@ impl WcFlags {
         USER.iter()
             .filter(|(flag, _)| self.contains(*flag))
             .fold(0, |acc, (_, user)| acc | user)
+    }
+}
+
+/// What a send work request asks for (`enum ib_wr_opcode`).
+///
+/// A process writes the values of `enum ib_uverbs_wr_opcode` into its send ring
+/// (checked equal below); `RegMr` has no user value, and only kernel consumers may post
+/// it or `RdmaReadWithInv`. The opcodes the device does not carry out (LSO, the masked
+/// atomics, integrity registration) have no variant.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) enum WrOpcode {
+    RdmaWrite = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE,
+    RdmaWriteWithImm = bindings::ib_wr_opcode_IB_WR_RDMA_WRITE_WITH_IMM,
+    /// Also what an unused record of a sent WQE holds.
+    #[default]
+    Send = bindings::ib_wr_opcode_IB_WR_SEND,
+    SendWithImm = bindings::ib_wr_opcode_IB_WR_SEND_WITH_IMM,
+    RdmaRead = bindings::ib_wr_opcode_IB_WR_RDMA_READ,
+    AtomicCmpAndSwp = bindings::ib_wr_opcode_IB_WR_ATOMIC_CMP_AND_SWP,
+    AtomicFetchAndAdd = bindings::ib_wr_opcode_IB_WR_ATOMIC_FETCH_AND_ADD,
+    LocalInv = bindings::ib_wr_opcode_IB_WR_LOCAL_INV,
+    BindMw = bindings::ib_wr_opcode_IB_WR_BIND_MW,
+    SendWithInv = bindings::ib_wr_opcode_IB_WR_SEND_WITH_INV,
+    RdmaReadWithInv = bindings::ib_wr_opcode_IB_WR_RDMA_READ_WITH_INV,
+    Flush = bindings::ib_wr_opcode_IB_WR_FLUSH,
+    AtomicWrite = bindings::ib_wr_opcode_IB_WR_ATOMIC_WRITE,
+    RegMr = bindings::ib_wr_opcode_IB_WR_REG_MR,
+}
+
+impl WrOpcode {
+    /// The opcode of value `v`, if the device carries it out.
+    pub(crate) fn from_raw(v: u32) -> Option<Self> {
+        const ALL: [WrOpcode; 14] = [
+            WrOpcode::RdmaWrite,
+            WrOpcode::RdmaWriteWithImm,
+            WrOpcode::Send,
+            WrOpcode::SendWithImm,
+            WrOpcode::RdmaRead,
+            WrOpcode::AtomicCmpAndSwp,
+            WrOpcode::AtomicFetchAndAdd,
+            WrOpcode::LocalInv,
+            WrOpcode::BindMw,
+            WrOpcode::SendWithInv,
+            WrOpcode::RdmaReadWithInv,
+            WrOpcode::Flush,
+            WrOpcode::AtomicWrite,
+            WrOpcode::RegMr,
+        ];
+        ALL.into_iter().find(|&op| op as u32 == v)
+    }
+}
+
+// The opcodes a process writes are the uapi's.
+const _: () = {
+    use bindings::*;
+    assert!(WrOpcode::RdmaWrite as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE);
+    assert!(
+        WrOpcode::RdmaWriteWithImm as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_WRITE_WITH_IMM
+    );
+    assert!(WrOpcode::Send as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND);
+    assert!(WrOpcode::SendWithImm as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND_WITH_IMM);
+    assert!(WrOpcode::RdmaRead as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_READ);
+    assert!(
+        WrOpcode::AtomicCmpAndSwp as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_CMP_AND_SWP
+    );
+    assert!(
+        WrOpcode::AtomicFetchAndAdd as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_FETCH_AND_ADD
+    );
+    assert!(WrOpcode::LocalInv as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_LOCAL_INV);
+    assert!(WrOpcode::BindMw as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_BIND_MW);
+    assert!(WrOpcode::SendWithInv as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_SEND_WITH_INV);
+    assert!(
+        WrOpcode::RdmaReadWithInv as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_RDMA_READ_WITH_INV
+    );
+    assert!(WrOpcode::Flush as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_FLUSH);
+    assert!(WrOpcode::AtomicWrite as u32 == ib_uverbs_wr_opcode_IB_UVERBS_WR_ATOMIC_WRITE);
+};
+
+kernel::impl_flags!(
+    /// Flags of a send work request (`enum ib_send_flags`; a process writes the same
+    /// values). Bits the device does not know are kept (a WQE read again must compare
+    /// equal) and ignored.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) struct SendFlags(u32);
+
+    /// One flag of a send work request.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum SendFlag {
+        /// Waits for the READs and atomics before it.
+        Fence = bindings::ib_send_flags_IB_SEND_FENCE as u32,
+        /// Completes with a completion even if the QP signals only when asked.
+        Signaled = bindings::ib_send_flags_IB_SEND_SIGNALED as u32,
+        /// Asks the peer for a solicited event.
+        Solicited = bindings::ib_send_flags_IB_SEND_SOLICITED as u32,
+        /// The data is in the work request itself.
+        Inline = bindings::ib_send_flags_IB_SEND_INLINE as u32,
+    }
+);
+
+impl SendFlags {
+    /// The flags of value `v`, all bits kept.
+    pub(crate) fn from_raw(v: u32) -> Self {
+        Self(v)
     }
 }

@@ -17,7 +17,7 @@ use super::{
     bindings,
     device::Driver,
     mr::KernelMemory,
-    verbs::{WcFlags, WcOpcode, WcStatus},
+    verbs::{SendFlags, WcFlags, WcOpcode, WcStatus, WrOpcode},
 };
 use core::marker::PhantomData;
 use kernel::prelude::*;
@@ -105,17 +105,6 @@ pub(crate) struct SendWr<'a> {
     ud: bool,
 }
 
-/// Kernel send opcodes (`enum ib_wr_opcode`) the views below need.
-mod wr_op {
-    pub(super) const RDMA_WRITE: u32 = 0;
-    pub(super) const RDMA_WRITE_WITH_IMM: u32 = 1;
-    pub(super) const RDMA_READ: u32 = 4;
-    pub(super) const RDMA_READ_WITH_INV: u32 = 11;
-    pub(super) const ATOMIC_CMP_AND_SWP: u32 = 5;
-    pub(super) const ATOMIC_FETCH_AND_ADD: u32 = 6;
-    pub(super) const REG_MR: u32 = 0x20;
-}
-
 /// The datagram part of a send work request.
 pub(crate) struct UdWr<'a, T: Driver> {
     pub(crate) ah: &'a Ah<T>,
@@ -138,14 +127,14 @@ impl<'a> SendWr<'a> {
         unsafe { walk(wr, |w| w.next) }.map(move |raw| Self { raw, ud })
     }
 
-    /// The opcode (`IB_WR_*`).
-    pub(crate) fn opcode(&self) -> u32 {
-        self.raw.opcode
+    /// The opcode, if the device carries it out.
+    pub(crate) fn opcode(&self) -> Option<WrOpcode> {
+        WrOpcode::from_raw(self.raw.opcode)
     }
 
-    /// The flags (`IB_SEND_*`).
-    pub(crate) fn send_flags(&self) -> u32 {
-        self.raw.send_flags as u32
+    /// The flags.
+    pub(crate) fn send_flags(&self) -> SendFlags {
+        SendFlags::from_raw(self.raw.send_flags as u32)
     }
 
     /// The immediate data (in wire order) or the rkey to invalidate, as 4 bytes.
@@ -189,10 +178,12 @@ impl<'a> SendWr<'a> {
         if self.ud
             || !matches!(
                 self.opcode(),
-                wr_op::RDMA_WRITE
-                    | wr_op::RDMA_WRITE_WITH_IMM
-                    | wr_op::RDMA_READ
-                    | wr_op::RDMA_READ_WITH_INV
+                Some(
+                    WrOpcode::RdmaWrite
+                        | WrOpcode::RdmaWriteWithImm
+                        | WrOpcode::RdmaRead
+                        | WrOpcode::RdmaReadWithInv
+                )
             )
         {
             return None;
@@ -208,7 +199,7 @@ impl<'a> SendWr<'a> {
         if self.ud
             || !matches!(
                 self.opcode(),
-                wr_op::ATOMIC_CMP_AND_SWP | wr_op::ATOMIC_FETCH_AND_ADD
+                Some(WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd)
             )
         {
             return None;
@@ -222,7 +213,7 @@ impl<'a> SendWr<'a> {
     /// A fast registration: the MR's current lkey, the key it is to have (its low byte
     /// counts) and the access rights (`IB_ACCESS_*`) it grants.
     pub(crate) fn reg(&self) -> Option<(u32, u32, u32)> {
-        if self.ud || self.opcode() != wr_op::REG_MR {
+        if self.ud || self.opcode() != Some(WrOpcode::RegMr) {
             return None;
         }
         // SAFETY: Per ib_core's contract, a registration request is the `wr` member (the

@@ -8,7 +8,7 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
-use crate::ib::verbs::WcStatus;
+use crate::ib::verbs::{SendFlag, SendFlags, WcStatus, WrOpcode};
 use crate::mr::Bind;
 use crate::param;
 
@@ -23,26 +23,6 @@ pub(crate) const SEND_WQE_HDR: usize = 208;
 pub(crate) const MAX_SEND_WQE: usize = SEND_WQE_HDR + param::MAX_INLINE_DATA as usize;
 /// The largest receive WQE.
 pub(crate) const MAX_RECV_WQE: usize = RECV_WQE_HDR + (param::MAX_SGE * SGE_LEN) as usize;
-
-/// Send opcodes (`IB_WR_*`, the same values as `IBV_WR_*`).
-pub(crate) mod op {
-    pub(crate) const RDMA_WRITE: u32 = 0;
-    pub(crate) const RDMA_WRITE_WITH_IMM: u32 = 1;
-    pub(crate) const SEND: u32 = 2;
-    pub(crate) const SEND_WITH_IMM: u32 = 3;
-    pub(crate) const RDMA_READ: u32 = 4;
-    pub(crate) const ATOMIC_CMP_AND_SWP: u32 = 5;
-    pub(crate) const ATOMIC_FETCH_AND_ADD: u32 = 6;
-    pub(crate) const LOCAL_INV: u32 = 7;
-    pub(crate) const BIND_MW: u32 = 8;
-    pub(crate) const SEND_WITH_INV: u32 = 9;
-    /// Kernel consumers only: an RDMA READ that then invalidates a local key.
-    pub(crate) const RDMA_READ_WITH_INV: u32 = 11;
-    pub(crate) const FLUSH: u32 = 14;
-    pub(crate) const ATOMIC_WRITE: u32 = 15;
-    /// Kernel consumers only: the registration of a fast-registration MR.
-    pub(crate) const REG_MR: u32 = 0x20;
-}
 
 /// Where the fields of the work request proper are in a send WQE (`struct
 /// rxe_send_wr`), per operation; the kernel's REG_MR is laid out by this driver.
@@ -77,14 +57,6 @@ pub(crate) mod at {
     pub(crate) const DMA_LENGTH: usize = 184;
     pub(crate) const DMA_RESID: usize = 188;
     pub(crate) const DMA_NUM_SGE: usize = 196;
-}
-
-/// Send flags (`IB_SEND_*`).
-pub(crate) mod send_flag {
-    pub(crate) const FENCE: u32 = 1 << 0;
-    pub(crate) const SIGNALED: u32 = 1 << 1;
-    pub(crate) const SOLICITED: u32 = 1 << 2;
-    pub(crate) const INLINE: u32 = 1 << 3;
 }
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
@@ -138,18 +110,30 @@ pub(crate) fn for_each_piece(
 }
 
 /// A WQE that was refused: more SGEs than the queue allows, inline data beyond its
-/// room, or a total length that overflows or passes the largest message. It still
-/// completes (in error), with the `wr_id` its first 8 bytes hold.
+/// room, or a total length that overflows or passes the largest message
+/// (`LocLenErr`), or an opcode the device does not know (`LocQpOpErr`). It still
+/// completes (in error, with `status`), with the `wr_id` its first 8 bytes hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Malformed {
     pub(crate) wr_id: u64,
+    pub(crate) status: WcStatus,
+}
+
+impl Malformed {
+    /// A WQE whose lengths are wrong.
+    fn length(wr_id: u64) -> Self {
+        Self {
+            wr_id,
+            status: WcStatus::LocLenErr,
+        }
+    }
 }
 
 /// A send WQE, copied and checked.
 pub(crate) struct SendWqe {
     pub(crate) wr_id: u64,
-    pub(crate) opcode: u32,
-    pub(crate) flags: u32,
+    pub(crate) opcode: WrOpcode,
+    pub(crate) flags: SendFlags,
     /// Immediate data as the consumer wrote it (sent as is), or an rkey to invalidate.
     pub(crate) ex: [u8; 4],
     pub(crate) remote_addr: u64,
@@ -179,37 +163,43 @@ impl SendWqe {
     ) -> Result<Self, Malformed> {
         let b = &bytes;
         let wr_id = u64_at(b, at::WR_ID);
-        let flags = u32_at(b, at::FLAGS);
-        let opcode = u32_at(b, at::OPCODE);
+        let flags = SendFlags::from_raw(u32_at(b, at::FLAGS));
+        let opcode = WrOpcode::from_raw(u32_at(b, at::OPCODE));
         let dma_length = u32_at(b, at::DMA_LENGTH);
         let num_sge = u32_at(b, at::DMA_NUM_SGE);
-        let no_sges = matches!(opcode, op::FLUSH | op::ATOMIC_WRITE);
-        let length = if opcode == op::FLUSH {
+        let no_sges = matches!(opcode, Some(WrOpcode::Flush | WrOpcode::AtomicWrite));
+        let length = if opcode == Some(WrOpcode::Flush) {
             // No data: the length is that of the range to flush.
             dma_length
-        } else if opcode == op::ATOMIC_WRITE {
+        } else if opcode == Some(WrOpcode::AtomicWrite) {
             // Its 8 bytes are in the WQE.
             8
-        } else if flags & send_flag::INLINE != 0 {
+        } else if flags.contains(SendFlag::Inline) {
             if dma_length > max_inline || dma_length as usize > MAX_SEND_WQE - SEND_WQE_HDR {
-                return Err(Malformed { wr_id });
+                return Err(Malformed::length(wr_id));
             }
             dma_length
         } else {
             if num_sge > max_sge || num_sge > param::MAX_SGE {
-                return Err(Malformed { wr_id });
+                return Err(Malformed::length(wr_id));
             }
             // The length is the SGEs' sum, whatever the WQE says it is.
             let mut total = 0u32;
             for i in 0..num_sge as usize {
                 let len = u32_at(b, SEND_WQE_HDR + i * SGE_LEN as usize + 8);
-                total = total.checked_add(len).ok_or(Malformed { wr_id })?;
+                total = total.checked_add(len).ok_or(Malformed::length(wr_id))?;
             }
             total
         };
         if length > param::PORT_MAX_MSG_SZ {
-            return Err(Malformed { wr_id });
+            return Err(Malformed::length(wr_id));
         }
+        // Its lengths checked first, as the kind of operation they are for: an unknown
+        // opcode takes them as a SEND's.
+        let opcode = opcode.ok_or(Malformed {
+            wr_id,
+            status: WcStatus::LocQpOpErr,
+        })?;
         let mut ex = [0u8; 4];
         ex.copy_from_slice(&b[at::EX..at::EX + 4]);
         Ok(Self {
@@ -226,7 +216,7 @@ impl SendWqe {
             remote_qkey: u32_at(b, at::REMOTE_QKEY),
             ah_num: u32_at(b, at::AH_NUM),
             length,
-            num_sge: if no_sges || flags & send_flag::INLINE != 0 {
+            num_sge: if no_sges || flags.contains(SendFlag::Inline) {
                 0
             } else {
                 num_sge as usize
@@ -282,7 +272,8 @@ impl SendWqe {
 
     /// Whether the data is in the WQE itself.
     pub(crate) fn is_inline(&self) -> bool {
-        self.flags & send_flag::INLINE != 0 && !matches!(self.opcode, op::FLUSH | op::ATOMIC_WRITE)
+        self.flags.contains(SendFlag::Inline)
+            && !matches!(self.opcode, WrOpcode::Flush | WrOpcode::AtomicWrite)
     }
 
     /// The inline data.
@@ -322,7 +313,7 @@ impl RecvWqe {
         let wr_id = u64_at(&bytes, 0);
         let num_sge = u32_at(&bytes, 16 + 12);
         if num_sge > max_sge || num_sge > param::MAX_SGE {
-            return Err(Malformed { wr_id });
+            return Err(Malformed::length(wr_id));
         }
         Ok(Self {
             wr_id,

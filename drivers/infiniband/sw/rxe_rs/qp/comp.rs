@@ -17,7 +17,7 @@ use super::req::{
     complete_head, fail, is_atomic, is_read, is_read_or_atomic, scatter_local, SentWqe,
 };
 use super::{QpInner, QpShared, RxeQp};
-use crate::ib::verbs::WcStatus;
+use crate::ib::verbs::{WcStatus, WrOpcode};
 use crate::ib::{
     device::Device,
     qp::{QpState, QpType},
@@ -26,7 +26,7 @@ use crate::ib::{
 use crate::mr::{self, Fault};
 use crate::roce::{headers::syndrome, opcode::flag, packet::Packet, psn};
 use crate::stats::Counter;
-use crate::wqe::{op, SendWqe, MAX_SEND_WQE};
+use crate::wqe::{SendWqe, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::sync::Arc;
 
@@ -227,7 +227,7 @@ fn placed_response(
     // A READ with invalidate: the local key it names stops opening memory once the
     // data is placed, before the READ completes.
     if last
-        && rec.opcode == op::RDMA_READ_WITH_INV
+        && rec.opcode == WrOpcode::RdmaReadWithInv
         && mr::invalidate(dev, wqe.invalidate_rkey(), shared.pd, shared.qp_num()).is_err()
     {
         fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocQpOpErr);

@@ -5,14 +5,14 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
-use crate::ib::verbs::WcStatus;
+use crate::ib::verbs::{SendFlag, WcStatus, WrOpcode};
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
 use crate::wc::Completion;
-use crate::wqe::{at, op, send_flag, MAX_SEND_WQE, SEND_WQE_HDR, SGE_LEN};
+use crate::wqe::{at, MAX_SEND_WQE, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
 
@@ -21,17 +21,20 @@ impl RxeQp {
     /// kernel and user send rings alike).
     fn kernel_wqe(shared: &QpShared, wr: &SendWr<'_>) -> Result<([u8; MAX_SEND_WQE], usize)> {
         let mut b = [0u8; MAX_SEND_WQE];
-        let opcode = wr.opcode();
+        let opcode = wr.opcode().ok_or_else(eopnotsupp)?;
         let flags = wr.send_flags();
         let connected = matches!(shared.qp_type, QpType::Rc | QpType::Uc);
         match opcode {
-            op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => {}
-            op::LOCAL_INV | op::REG_MR if connected => {}
-            op::RDMA_READ
-            | op::RDMA_READ_WITH_INV
-            | op::ATOMIC_CMP_AND_SWP
-            | op::ATOMIC_FETCH_AND_ADD
-            | op::SEND_WITH_INV
+            WrOpcode::Send
+            | WrOpcode::SendWithImm
+            | WrOpcode::RdmaWrite
+            | WrOpcode::RdmaWriteWithImm => {}
+            WrOpcode::LocalInv | WrOpcode::RegMr if connected => {}
+            WrOpcode::RdmaRead
+            | WrOpcode::RdmaReadWithInv
+            | WrOpcode::AtomicCmpAndSwp
+            | WrOpcode::AtomicFetchAndAdd
+            | WrOpcode::SendWithInv
                 if shared.qp_type == QpType::Rc => {}
             _ => return Err(eopnotsupp()),
         }
@@ -42,8 +45,8 @@ impl RxeQp {
             b[i..i + 8].copy_from_slice(&v.to_ne_bytes())
         };
         put64(&mut b, at::WR_ID, wr.wr_id());
-        put32(&mut b, at::OPCODE, opcode);
-        put32(&mut b, at::FLAGS, flags);
+        put32(&mut b, at::OPCODE, opcode as u32);
+        put32(&mut b, at::FLAGS, flags.into());
         b[at::EX..at::EX + 4].copy_from_slice(&wr.ex());
         if let Some(ud) = wr.ud::<RxeRs>() {
             put32(&mut b, at::REMOTE_QPN, ud.remote_qpn);
@@ -62,7 +65,7 @@ impl RxeQp {
             put64(&mut b, at::SWAP, swap);
             put32(&mut b, at::ATOMIC_RKEY, rkey);
         }
-        if opcode == op::REG_MR {
+        if opcode == WrOpcode::RegMr {
             let (lkey, key, access) = wr.reg().ok_or(EINVAL)?;
             put32(&mut b, at::REG_LKEY, lkey);
             put32(&mut b, at::REG_KEY, key);
@@ -79,7 +82,7 @@ impl RxeQp {
         for i in 0..n {
             let sge = wr.sge(i);
             length = length.checked_add(sge.length).ok_or(EINVAL)?;
-            if flags & send_flag::INLINE != 0 {
+            if flags.contains(SendFlag::Inline) {
                 // Inline data is copied now, from the consumer's (kernel) memory.
                 let len = sge.length as usize;
                 if length > shared.cap.max_inline_data || end + len > MAX_SEND_WQE {

@@ -29,7 +29,7 @@
 use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::task::Task;
-use crate::ib::verbs::{WcOpcode, WcStatus};
+use crate::ib::verbs::{SendFlag, SendFlags, WcOpcode, WcStatus, WrOpcode};
 use crate::ib::{
     device::Device,
     netdev::NetDevice,
@@ -44,7 +44,7 @@ use crate::roce::{
     psn,
 };
 use crate::wc::Completion;
-use crate::wqe::{for_each_piece, op, send_flag, SendWqe, MAX_SEND_WQE};
+use crate::wqe::{for_each_piece, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
 use crate::RxeRs;
 use core::ops::ControlFlow;
@@ -64,8 +64,8 @@ const ACK_EVERY: u32 = 32;
 #[derive(Clone, Copy, Default)]
 pub(crate) struct SentWqe {
     pub(crate) wr_id: u64,
-    pub(crate) opcode: u32,
-    pub(crate) flags: u32,
+    pub(crate) opcode: WrOpcode,
+    pub(crate) flags: SendFlags,
     pub(crate) length: u32,
     pub(crate) first_psn: u32,
     pub(crate) last_psn: u32,
@@ -285,7 +285,7 @@ pub(crate) fn step(
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
-            fail(dev, shared, inner, head, m.wr_id, WcStatus::LocLenErr);
+            fail(dev, shared, inner, head, m.wr_id, m.status);
             return Step::Again;
         }
     };
@@ -295,34 +295,40 @@ pub(crate) fn step(
 /// The opcode of a connected QP's packet: `base` for the transport, the WQE's opcode
 /// (a SEND or an RDMA WRITE, with or without immediate data or invalidation: checked
 /// before) and the packet's place in the message.
-fn packet_opcode(base: u8, wr_opcode: u32, first: bool, last: bool) -> u8 {
-    let send = matches!(wr_opcode, op::SEND | op::SEND_WITH_IMM | op::SEND_WITH_INV);
+fn packet_opcode(base: u8, wr_opcode: WrOpcode, first: bool, last: bool) -> u8 {
+    let send = matches!(
+        wr_opcode,
+        WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv
+    );
     let op = match (send, first, last) {
         (true, true, false) => 0x00,
         (true, false, false) => 0x01,
         (true, false, true) => match wr_opcode {
-            op::SEND_WITH_IMM => 0x03,
-            op::SEND_WITH_INV => 0x16,
+            WrOpcode::SendWithImm => 0x03,
+            WrOpcode::SendWithInv => 0x16,
             _ => 0x02,
         },
         (true, true, true) => match wr_opcode {
-            op::SEND_WITH_IMM => 0x05,
-            op::SEND_WITH_INV => 0x17,
+            WrOpcode::SendWithImm => 0x05,
+            WrOpcode::SendWithInv => 0x17,
             _ => 0x04,
         },
         (false, true, false) => 0x06,
         (false, false, false) => 0x07,
-        (false, false, true) if wr_opcode == op::RDMA_WRITE => 0x08,
+        (false, false, true) if wr_opcode == WrOpcode::RdmaWrite => 0x08,
         (false, false, true) => 0x09,
-        (false, true, true) if wr_opcode == op::RDMA_WRITE => 0x0a,
+        (false, true, true) if wr_opcode == WrOpcode::RdmaWrite => 0x0a,
         (false, true, true) => 0x0b,
     };
     base | op
 }
 
 /// Whether a WQE opcode is a local operation (no packet: it acts on the device's keys).
-pub(crate) fn is_local(opcode: u32) -> bool {
-    matches!(opcode, op::LOCAL_INV | op::BIND_MW | op::REG_MR)
+pub(crate) fn is_local(opcode: WrOpcode) -> bool {
+    matches!(
+        opcode,
+        WrOpcode::LocalInv | WrOpcode::BindMw | WrOpcode::RegMr
+    )
 }
 
 /// Carries out a local operation of the QP; `Err` holds the completion status.
@@ -332,11 +338,11 @@ fn local_op(
     wqe: &SendWqe,
 ) -> Result<(), WcStatus> {
     match wqe.opcode {
-        op::LOCAL_INV => {
+        WrOpcode::LocalInv => {
             let (rkey, qpn) = (wqe.invalidate_rkey(), shared.qp_num());
             mr::invalidate(dev, rkey, shared.pd, qpn).map_err(|_| WcStatus::LocQpOpErr)
         }
-        op::REG_MR => {
+        WrOpcode::RegMr => {
             let (lkey, key, access) = wqe.reg();
             mr::register(dev, lkey, key, access, shared.pd).map_err(|_| WcStatus::LocQpOpErr)
         }
@@ -403,7 +409,7 @@ fn start(
     let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
-            fail(dev, shared, inner, index, m.wr_id, WcStatus::LocLenErr);
+            fail(dev, shared, inner, index, m.wr_id, m.status);
             return ControlFlow::Break(Step::Again);
         }
     };
@@ -421,22 +427,24 @@ fn start(
 
 /// Whether a QP of type `qp_type` may carry a WQE of `opcode` (`is_user`: posted by a
 /// process).
-fn allowed(qp_type: QpType, is_user: bool, opcode: u32) -> bool {
+fn allowed(qp_type: QpType, is_user: bool, opcode: WrOpcode) -> bool {
     let rc = qp_type == QpType::Rc;
     match opcode {
-        op::SEND | op::SEND_WITH_IMM | op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => true,
-        op::LOCAL_INV | op::BIND_MW => true,
-        op::RDMA_READ
-        | op::ATOMIC_CMP_AND_SWP
-        | op::ATOMIC_FETCH_AND_ADD
-        | op::SEND_WITH_INV
-        | op::FLUSH
-        | op::ATOMIC_WRITE => rc,
+        WrOpcode::Send
+        | WrOpcode::SendWithImm
+        | WrOpcode::RdmaWrite
+        | WrOpcode::RdmaWriteWithImm => true,
+        WrOpcode::LocalInv | WrOpcode::BindMw => true,
+        WrOpcode::RdmaRead
+        | WrOpcode::AtomicCmpAndSwp
+        | WrOpcode::AtomicFetchAndAdd
+        | WrOpcode::SendWithInv
+        | WrOpcode::Flush
+        | WrOpcode::AtomicWrite => rc,
         // Only a kernel consumer registers (the request names its MR), and
         // only kernel consumers have READ with invalidate.
-        op::REG_MR => !is_user,
-        op::RDMA_READ_WITH_INV => rc && !is_user,
-        _ => false,
+        WrOpcode::RegMr => !is_user,
+        WrOpcode::RdmaReadWithInv => rc && !is_user,
     }
 }
 
@@ -450,7 +458,7 @@ fn start_local(
     wqe: &SendWqe,
 ) -> Step {
     // A fenced one waits for the READs and atomics before it.
-    if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+    if wqe.flags.contains(SendFlag::Fence) && inner.req.rd_pending > 0 {
         return Step::Idle;
     }
     if let Err(status) = local_op(dev, shared, wqe) {
@@ -498,7 +506,7 @@ fn may_start(
         }
     }
     // A fenced WQE waits for the READs and atomics before it.
-    if wqe.flags & send_flag::FENCE != 0 && inner.req.rd_pending > 0 {
+    if wqe.flags.contains(SendFlag::Fence) && inner.req.rd_pending > 0 {
         return ControlFlow::Break(Step::Idle);
     }
     ControlFlow::Continue(())
@@ -576,7 +584,7 @@ fn send_or_write(
     }
     let bth = Bth {
         opcode: packet_opcode(if rc { 0x00 } else { 0x20 }, rec.opcode, first, last),
-        se: last && rec.flags & send_flag::SOLICITED != 0 && rec.opcode != op::RDMA_WRITE,
+        se: last && rec.flags.contains(SendFlag::Solicited) && rec.opcode != WrOpcode::RdmaWrite,
         pkey: crate::param::DEFAULT_PKEY,
         dest_qp: inner.attrs.dest_qp_num,
         ack_req,
@@ -643,20 +651,25 @@ pub(crate) fn has_unsent(inner: &QpInner) -> bool {
 }
 
 /// Whether a WQE opcode is an atomic.
-pub(crate) fn is_atomic(opcode: u32) -> bool {
-    matches!(opcode, op::ATOMIC_CMP_AND_SWP | op::ATOMIC_FETCH_AND_ADD)
+pub(crate) fn is_atomic(opcode: WrOpcode) -> bool {
+    matches!(
+        opcode,
+        WrOpcode::AtomicCmpAndSwp | WrOpcode::AtomicFetchAndAdd
+    )
 }
 
 /// Whether a WQE is completed by a response of its own rather than an ACK: READ and
 /// atomics (answered with data), FLUSH and ATOMIC WRITE (answered with an empty READ
 /// response). All of them take a responder resource at the peer.
-pub(crate) fn is_read_or_atomic(opcode: u32) -> bool {
-    matches!(opcode, op::FLUSH | op::ATOMIC_WRITE) || is_read(opcode) || is_atomic(opcode)
+pub(crate) fn is_read_or_atomic(opcode: WrOpcode) -> bool {
+    matches!(opcode, WrOpcode::Flush | WrOpcode::AtomicWrite)
+        || is_read(opcode)
+        || is_atomic(opcode)
 }
 
 /// Whether a WQE opcode is an RDMA READ (with or without invalidation).
-pub(crate) fn is_read(opcode: u32) -> bool {
-    matches!(opcode, op::RDMA_READ | op::RDMA_READ_WITH_INV)
+pub(crate) fn is_read(opcode: WrOpcode) -> bool {
+    matches!(opcode, WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv)
 }
 
 /// The one request packet of an RDMA READ, an atomic, a FLUSH or an ATOMIC WRITE.
@@ -714,10 +727,10 @@ fn read_or_atomic(
 /// `None` if the READ's address would pass 2^64.
 fn request(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<(u8, Ext, Option<[u8; 8]>)> {
     Some(match rec.opcode {
-        op::RDMA_READ | op::RDMA_READ_WITH_INV => (0x0c, read_ext(rec, wqe, offset)?, None),
-        op::FLUSH => (0x1c, flush_ext(rec, wqe), None),
-        op::ATOMIC_WRITE => (0x1d, atomic_write_ext(wqe), Some(wqe.atomic_write_data())),
-        op::ATOMIC_CMP_AND_SWP => (0x13, atomic_ext(wqe, true), None),
+        WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => (0x0c, read_ext(rec, wqe, offset)?, None),
+        WrOpcode::Flush => (0x1c, flush_ext(rec, wqe), None),
+        WrOpcode::AtomicWrite => (0x1d, atomic_write_ext(wqe), Some(wqe.atomic_write_data())),
+        WrOpcode::AtomicCmpAndSwp => (0x13, atomic_ext(wqe, true), None),
         _ => (0x14, atomic_ext(wqe, false), None),
     })
 }
@@ -808,20 +821,20 @@ pub(crate) fn complete_head(
         inner.req.rd_pending = inner.req.rd_pending.saturating_sub(1);
         inner.req.read_got = 0;
     }
-    if shared.sq_sig_all || rec.flags & send_flag::SIGNALED != 0 {
+    if shared.sq_sig_all || rec.flags.contains(SendFlag::Signaled) {
         let c = Completion {
             wr_id: rec.wr_id,
             status: WcStatus::Success,
             opcode: match rec.opcode {
-                op::RDMA_WRITE | op::RDMA_WRITE_WITH_IMM => WcOpcode::RdmaWrite,
-                op::RDMA_READ | op::RDMA_READ_WITH_INV => WcOpcode::RdmaRead,
-                op::ATOMIC_CMP_AND_SWP => WcOpcode::CompSwap,
-                op::ATOMIC_FETCH_AND_ADD => WcOpcode::FetchAdd,
-                op::LOCAL_INV => WcOpcode::LocalInv,
-                op::BIND_MW => WcOpcode::BindMw,
-                op::REG_MR => WcOpcode::RegMr,
-                op::FLUSH => WcOpcode::Flush,
-                op::ATOMIC_WRITE => WcOpcode::AtomicWrite,
+                WrOpcode::RdmaWrite | WrOpcode::RdmaWriteWithImm => WcOpcode::RdmaWrite,
+                WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => WcOpcode::RdmaRead,
+                WrOpcode::AtomicCmpAndSwp => WcOpcode::CompSwap,
+                WrOpcode::AtomicFetchAndAdd => WcOpcode::FetchAdd,
+                WrOpcode::LocalInv => WcOpcode::LocalInv,
+                WrOpcode::BindMw => WcOpcode::BindMw,
+                WrOpcode::RegMr => WcOpcode::RegMr,
+                WrOpcode::Flush => WcOpcode::Flush,
+                WrOpcode::AtomicWrite => WcOpcode::AtomicWrite,
                 _ => WcOpcode::Send,
             },
             byte_len: if is_atomic(rec.opcode) { 8 } else { rec.length },
@@ -895,8 +908,8 @@ fn ud(
     wqe: &SendWqe,
 ) -> Step {
     let imm = match wqe.opcode {
-        op::SEND => false,
-        op::SEND_WITH_IMM => true,
+        WrOpcode::Send => false,
+        WrOpcode::SendWithImm => true,
         _ => {
             fail(dev, shared, inner, head, wqe.wr_id, WcStatus::LocQpOpErr);
             return Step::Again;
@@ -931,7 +944,7 @@ fn ud(
     };
     let bth = Bth {
         opcode: if imm { 0x65 } else { 0x64 },
-        se: wqe.flags & send_flag::SOLICITED != 0,
+        se: wqe.flags.contains(SendFlag::Solicited),
         pkey: crate::param::DEFAULT_PKEY,
         dest_qp: wqe.remote_qpn & psn::PSN_MASK,
         psn: inner.req_psn,
@@ -968,7 +981,7 @@ fn ud(
     };
     inner.sq.advance();
     inner.req_psn = psn::add(inner.req_psn, 1);
-    if shared.sq_sig_all || wqe.flags & send_flag::SIGNALED != 0 {
+    if shared.sq_sig_all || wqe.flags.contains(SendFlag::Signaled) {
         let c = Completion {
             wr_id: wqe.wr_id,
             status: WcStatus::Success,

@@ -832,7 +832,7 @@ fn place_send(
         }
         None => match take_recv(&dev.wq, shared, inner) {
             None => return Placed::NoWqe,
-            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WcStatus::LocLenErr),
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), m.status),
             Some(Ok(w)) => (w, 0),
         },
     };
@@ -919,7 +919,7 @@ fn place_write(
                 }
                 return Placed::NoWqe;
             }
-            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), WcStatus::LocLenErr),
+            Some(Err(m)) => return recv_error(inner, RecvWqe::malformed(m), m.status),
             Some(Ok(w)) => Some(w),
         },
         _ => None,
@@ -1486,7 +1486,7 @@ fn datagram(
             // A receive WQE that fails its checks: consumed with a length error.
             let c = Completion {
                 wr_id: m.wr_id,
-                status: WcStatus::LocLenErr,
+                status: m.status,
                 qp_num: shared.qp_num(),
                 wc_qp: shared.wc_qp,
                 ..Default::default()
