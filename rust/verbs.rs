@@ -218,3 +218,26 @@ impl SendFlags {
         Self(v)
     }
 }
+
+/// Access rights of a memory region, a memory window or a QP (`enum ib_access_flags`,
+/// which the kernel defines as the uapi's `enum ib_uverbs_access_flags`: a process
+/// passes the same values).
+pub(crate) mod access {
+    use super::bindings;
+
+    pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    pub(crate) const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
+    /// A window addressed from 0.
+    pub(crate) const ZERO_BASED: u32 = bindings::ib_access_flags_IB_ZERO_BASED;
+    /// On-demand paging (user MRs only).
+    pub(crate) const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
+    /// The region is in huge pages (a hint for on-demand MRs).
+    pub(crate) const HUGETLB: u32 = bindings::ib_access_flags_IB_ACCESS_HUGETLB;
+    pub(crate) const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    pub(crate) const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
+    /// Hints (relaxed ordering and the like) a device may ignore.
+    pub(crate) const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+}

@@ -24,7 +24,10 @@
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
-use crate::ib::verbs::WcStatus;
+use crate::ib::verbs::{
+    access::{self, FLUSH_PERSISTENT, HUGETLB, ON_DEMAND, ZERO_BASED},
+    WcStatus,
+};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
@@ -50,34 +53,19 @@ const FIRST_MR_INDEX: u32 = 1;
 const MR_INDEX_LIMIT: u32 = (1 << 19) + 1;
 const MW_INDEX_LIMIT: u32 = (1 << 20) + 1;
 
-/// Access flags (`IB_ACCESS_*`) a user MR may ask for.
-const MR_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
-    | (1 << 1) // REMOTE_WRITE
-    | (1 << 2) // REMOTE_READ
-    | (1 << 3) // REMOTE_ATOMIC
-    | (1 << 4) // MW_BIND
-    | (1 << 8) // FLUSH_GLOBAL
-    | (1 << 9) // FLUSH_PERSISTENT
+/// Access flags a user MR may ask for.
+const MR_ACCESS: u32 = access::LOCAL_WRITE
+    | access::REMOTE_WRITE
+    | access::REMOTE_READ
+    | access::REMOTE_ATOMIC
+    | access::MW_BIND
+    | access::FLUSH_GLOBAL
+    | access::FLUSH_PERSISTENT
     | ON_DEMAND
-    | OPTIONAL_ACCESS;
-
-/// `IB_ACCESS_FLUSH_PERSISTENT`.
-const FLUSH_PERSISTENT: u32 = 1 << 9;
-
-/// `IB_ACCESS_OPTIONAL`: hints (relaxed ordering and the like) a device may ignore.
-pub(crate) const OPTIONAL_ACCESS: u32 = 0x3ff0_0000;
-
-/// `IB_ACCESS_ON_DEMAND`: on-demand paging (user MRs only).
-const ON_DEMAND: u32 = 1 << 6;
-
-/// `IB_ACCESS_HUGETLB`: the region is in huge pages (a hint for on-demand MRs).
-const HUGETLB: u32 = 1 << 7;
-
-/// `IB_ACCESS_ZERO_BASED`: a window addressed from 0, not offered (as by rxe).
-const ZERO_BASED: u32 = 1 << 5;
+    | access::OPTIONAL;
 
 /// Access flags a bind may name (what counts for a window is its remote rights; a
-/// zero-based window is refused when bound).
+/// zero-based window, not offered as by rxe, is refused when bound).
 const MW_ACCESS: u32 = (MR_ACCESS & !ON_DEMAND) | ZERO_BASED;
 
 /// The memory behind a key.
@@ -249,15 +237,17 @@ pub(crate) fn resolve(
     }
 }
 
-/// Access rights (`IB_ACCESS_*`) an operation needs.
+/// Access rights an operation needs.
 pub(crate) mod need {
+    use crate::ib::verbs::access;
+
     /// Reading local memory: every MR allows it.
     pub(crate) const LOCAL_READ: u32 = 0;
-    pub(crate) const LOCAL_WRITE: u32 = 1 << 0;
-    pub(crate) const REMOTE_WRITE: u32 = 1 << 1;
-    pub(crate) const REMOTE_READ: u32 = 1 << 2;
-    pub(crate) const REMOTE_ATOMIC: u32 = 1 << 3;
-    pub(crate) const MW_BIND: u32 = 1 << 4;
+    pub(crate) const LOCAL_WRITE: u32 = access::LOCAL_WRITE;
+    pub(crate) const REMOTE_WRITE: u32 = access::REMOTE_WRITE;
+    pub(crate) const REMOTE_READ: u32 = access::REMOTE_READ;
+    pub(crate) const REMOTE_ATOMIC: u32 = access::REMOTE_ATOMIC;
+    pub(crate) const MW_BIND: u32 = access::MW_BIND;
 }
 
 /// Memory a key opens, as it was when the key was looked up: the MR that holds the

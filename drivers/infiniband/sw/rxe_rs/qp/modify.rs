@@ -8,21 +8,22 @@ use crate::ah::check_av;
 use crate::ib::{
     device::eopnotsupp,
     qp::{transition_ok, Qp, QpAttr, QpEvent, QpState, QpType},
+    verbs::access,
 };
 use crate::param;
 use crate::RxeRs;
 use kernel::prelude::*;
 
-/// Access flags a QP may grant to remote peers and itself (`IB_ACCESS_*`).
-const SUPPORTED_ACCESS: u32 = (1 << 0) // LOCAL_WRITE
-    | (1 << 1) // REMOTE_WRITE
-    | (1 << 2) // REMOTE_READ
-    | (1 << 3) // REMOTE_ATOMIC
-    | (1 << 4) // MW_BIND
-    | (1 << 6) // ON_DEMAND
-    | (1 << 8) // FLUSH_GLOBAL
-    | (1 << 9) // FLUSH_PERSISTENT
-    | crate::mr::OPTIONAL_ACCESS;
+/// Access flags a QP may grant to remote peers and itself.
+const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
+    | access::REMOTE_WRITE
+    | access::REMOTE_READ
+    | access::REMOTE_ATOMIC
+    | access::MW_BIND
+    | access::ON_DEMAND
+    | access::FLUSH_GLOBAL
+    | access::FLUSH_PERSISTENT
+    | access::OPTIONAL;
 
 /// Rounds a count of outstanding RDMA READs and atomics up to a power of two, as rxe.
 fn round_rd_atomic(n: u8) -> u8 {

@@ -29,7 +29,7 @@ use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
-use crate::ib::verbs::{WcFlag, WcOpcode, WcStatus};
+use crate::ib::verbs::{access, WcFlag, WcOpcode, WcStatus};
 use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState, QpType},
@@ -1123,12 +1123,7 @@ fn rc(
     }
 }
 
-/// `IB_ACCESS_FLUSH_GLOBAL` and `IB_ACCESS_FLUSH_PERSISTENT`: what a FLUSH of
-/// placement type `IB_FLUSH_GLOBAL` (1) or `IB_FLUSH_PERSISTENT` (2) needs.
-const FLUSH_GLOBAL: u32 = 1 << 8;
-const FLUSH_PERSISTENT: u32 = 1 << 9;
-
-/// The access rights (`IB_ACCESS_*`) a request packet needs of the QP and of the key
+/// The access rights a request packet needs of the QP and of the key
 /// it names (SENDs need none).
 fn needs(pkt: &Packet<'_>) -> u32 {
     let f = pkt.info.flags;
@@ -1139,13 +1134,17 @@ fn needs(pkt: &Packet<'_>) -> u32 {
     } else if f & flag::ATOMIC != 0 {
         need::REMOTE_ATOMIC
     } else if f & flag::FLUSH != 0 {
+        // The FETH's placement type: bit 0 global visibility, bit 1 persistence.
         let placement = pkt.feth().map_or(0, |h| u32::from(h.placement));
-        (if placement & 1 != 0 { FLUSH_GLOBAL } else { 0 })
-            | (if placement & 2 != 0 {
-                FLUSH_PERSISTENT
-            } else {
-                0
-            })
+        (if placement & 1 != 0 {
+            access::FLUSH_GLOBAL
+        } else {
+            0
+        }) | (if placement & 2 != 0 {
+            access::FLUSH_PERSISTENT
+        } else {
+            0
+        })
     } else {
         0
     }
