@@ -108,7 +108,7 @@ def edges(mods):
         paths = []
         for m in re.finditer(r"\buse\s+([^;]+);", text):
             paths += use_paths(re.sub(r"\s+", " ", m.group(1)))
-        paths += re.findall(r"\b(?:crate|super)(?:::\w+)+", text)
+        paths += re.findall(r"\b(?:crate|super|self)(?:::\w+)+", text)
         for p in paths:
             target = resolve(mod, p, mods)
             if target is None or target == mod or target.split("::")[0] in LEAVES:

@@ -56,7 +56,7 @@ impl RxeQp {
 
 impl QpShared {
     /// The `WR_FLUSH_ERR` completion of the work request `wr_id`.
-    fn flush_error(&self, wr_id: u64) -> Completion {
+    pub(super) fn flush_error(&self, wr_id: u64) -> Completion {
         Completion {
             wr_id,
             status: WcStatus::WrFlushErr,

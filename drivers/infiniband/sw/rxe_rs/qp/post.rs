@@ -5,13 +5,12 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
-use crate::ib::verbs::{SendFlag, WcStatus, WrOpcode};
+use crate::ib::verbs::{SendFlag, WrOpcode};
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
-use crate::wc::Completion;
 use crate::wqe::{at, MAX_SEND_WQE, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
@@ -119,13 +118,7 @@ impl RxeQp {
         match inner.state {
             QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
             QpState::Err => {
-                let c = Completion {
-                    wr_id: wr.wr_id(),
-                    status: WcStatus::WrFlushErr,
-                    qp_num: qp.shared.qp_num.get(),
-                    wc_qp: qp.shared.wc_qp,
-                    ..Default::default()
-                };
+                let c = qp.shared.flush_error(wr.wr_id());
                 // Posted under the QP's lock, so it follows what the entry into ERR
                 // flushed.
                 qp.shared.send_cq.post(&qp.device().wq, &c, false);
