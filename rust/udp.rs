@@ -34,7 +34,7 @@ static LOCK_CLAIMED: Atomic<bool> = Atomic::new(false);
 static LOCK_READY: Atomic<bool> = Atomic::new(false);
 
 /// The UDP port of RoCE v2.
-const ROCE_V2_PORT: u16 = 4791;
+const ROCE_V2_PORT: u16 = bindings::RXE_RS_ROCE_V2_UDP_DPORT;
 
 /// What the tunnels' packets go to.
 pub(crate) trait Receiver: 'static {

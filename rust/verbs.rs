@@ -241,3 +241,12 @@ pub(crate) mod access {
     /// Hints (relaxed ordering and the like) a device may ignore.
     pub(crate) const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
 }
+
+/// The Q_Key of QP1, the GSI QP (`IB_QP1_QKEY`).
+pub(crate) const QP1_QKEY: u32 = bindings::RXE_RS_QP1_QKEY;
+
+/// The mask of a QP number: 24 bits (`IB_QPN_MASK`).
+pub(crate) const QPN_MASK: u32 = bindings::RXE_RS_QPN_MASK;
+
+/// The destination QP number of a multicast datagram (`IB_MULTICAST_QPN`).
+pub(crate) const MULTICAST_QPN: u32 = bindings::RXE_RS_MULTICAST_QPN;

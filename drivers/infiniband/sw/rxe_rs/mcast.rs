@@ -33,7 +33,7 @@ use kernel::{
 };
 
 /// The destination QP number of multicast datagrams.
-pub(crate) const MULTICAST_QPN: u32 = 0xff_ffff;
+pub(crate) const MULTICAST_QPN: u32 = crate::ib::verbs::MULTICAST_QPN;
 
 /// The most members a group has, and so the most QPs one datagram goes to.
 pub(crate) const MAX_MEMBERS: usize = param::MAX_MCAST_QP_ATTACH as usize;

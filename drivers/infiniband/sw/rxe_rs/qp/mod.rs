@@ -90,7 +90,7 @@ use resp::{Request, RespState};
 const NO_CPU: u32 = u32::MAX;
 
 /// The GSI QP's Q_Key.
-pub(crate) const GSI_QKEY: u32 = 0x8001_0000;
+pub(crate) const GSI_QKEY: u32 = crate::ib::verbs::QP1_QKEY;
 
 /// The lowest QP number handed out; below are the special QPs.
 const FIRST_QPN: u32 = 16;

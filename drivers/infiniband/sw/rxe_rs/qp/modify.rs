@@ -8,9 +8,10 @@ use crate::ah::check_av;
 use crate::ib::{
     device::eopnotsupp,
     qp::{transition_ok, Qp, QpAttr, QpEvent, QpState, QpType},
-    verbs::access,
+    verbs::{access, QPN_MASK},
 };
 use crate::param;
+use crate::roce::psn::PSN_MASK;
 use crate::RxeRs;
 use kernel::prelude::*;
 
@@ -221,8 +222,3 @@ impl QpInner {
         self.reset_odp();
     }
 }
-
-/// PSNs are 24 bits.
-const PSN_MASK: u32 = (1 << 24) - 1;
-/// QP numbers are 24 bits on the wire.
-const QPN_MASK: u32 = (1 << 24) - 1;
