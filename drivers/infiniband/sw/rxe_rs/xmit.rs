@@ -127,16 +127,18 @@ pub(crate) fn build<E>(
 pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, out: Outgoing) {
     dev.counters.inc(Counter::Sent);
     let sent = match out.route {
-        Route::Local => {
-            let sent = (out.skb.into_received(out.ip_len)).and_then(|skb| Loopback::send(dev, skb));
-            if sent == Err(ENODEV) {
+        Route::Local => match out.skb.into_received(out.ip_len) {
+            Ok(skb) => match Loopback::send(dev, skb) {
                 // The device is being unregistered, its QPs all destroyed: no one is
                 // there to receive the packet.
-                dev.counters.inc(Counter::Dropped);
-                return;
-            }
-            sent
-        }
+                Err(e) if e == ENODEV => {
+                    dev.counters.inc(Counter::Dropped);
+                    return;
+                }
+                sent => sent,
+            },
+            Err(e) => Err(e),
+        },
         Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
         Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
     };
