@@ -22,6 +22,9 @@
 #   make ab REVS="4b61d89^ 4b61d89 work"
 #                         rxe_rs's speed at those commits (work: this checkout), side by
 #                         side in one guest, rounds interleaved (ROUNDS=3)
+#   make graft KSRC=/path/to/linux
+#                         put the driver into a kernel source tree (tools/graft.sh):
+#                         CONFIG_RDMA_RXE_RS then builds it as any in-tree driver
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -67,7 +70,11 @@ profile:
 ab:
 	tools/ab.sh $(if $(ROUNDS),--rounds $(ROUNDS)) $(REVS)
 
+graft:
+	tools/graft.sh $(KSRC)
+
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile ab clean
+.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile ab \
+	graft clean

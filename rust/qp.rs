@@ -266,7 +266,7 @@ impl AddressVector {
 }
 
 /// The attribute mask of a modify (`enum ib_qp_attr_mask`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AttrMask(u32);
 
 impl AttrMask {
@@ -280,8 +280,9 @@ impl AttrMask {
     }
 }
 
-/// What a `modify_qp` sets: `None` for each attribute outside the mask.
-#[derive(Clone, Debug)]
+/// What a `modify_qp` sets: `None` for each attribute outside the mask (the default is
+/// a modify that sets nothing).
+#[derive(Clone, Debug, Default)]
 pub(crate) struct QpAttr {
     pub(crate) mask: AttrMask,
     pub(crate) state: Option<QpState>,
@@ -676,4 +677,105 @@ pub(super) unsafe fn write_attrs(
 ) {
     // SAFETY: Per the caller.
     unsafe { attrs.write_to(&mut *attr, &mut *init) }
+}
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_qp_attr)]
+mod tests {
+    use super::*;
+    use bindings::*;
+
+    /// Reads `a` under `mask`, which selects no address vector.
+    fn read(a: &ib_qp_attr, mask: u32) -> Result<QpAttr> {
+        assert!(mask & (ib_qp_attr_mask_IB_QP_AV | ib_qp_attr_mask_IB_QP_ALT_PATH) == 0);
+        // SAFETY: No address vector is selected, so none is read.
+        unsafe { QpAttr::from_raw(a, mask) }
+    }
+
+    #[test]
+    fn only_masked_attributes_are_read() -> Result {
+        let a = ib_qp_attr {
+            qp_state: ib_qp_state_IB_QPS_INIT,
+            timeout: 14,
+            rq_psn: 0x12_3456,
+            qkey: 7,
+            dest_qp_num: 0x11,
+            path_mtu: 0,
+            ..Default::default()
+        };
+        let q = read(
+            &a,
+            ib_qp_attr_mask_IB_QP_STATE | ib_qp_attr_mask_IB_QP_TIMEOUT,
+        )?;
+        assert_eq!(q.state, Some(QpState::Init));
+        assert_eq!(q.timeout, Some(14));
+        assert!(q.rq_psn.is_none() && q.qkey.is_none() && q.dest_qp_num.is_none());
+        assert!(q.path_mtu.is_none() && q.cur_state.is_none() && q.av.is_none());
+        assert!(!q.mask.has_unknown_bits());
+        let q = read(
+            &a,
+            ib_qp_attr_mask_IB_QP_RQ_PSN | ib_qp_attr_mask_IB_QP_QKEY,
+        )?;
+        assert_eq!(
+            (q.rq_psn, q.qkey, q.state),
+            (Some(0x12_3456), Some(7), None)
+        );
+        Ok(())
+    }
+
+    /// A state or MTU that does not exist is refused when it is selected.
+    #[test]
+    fn values_outside_the_enums_are_refused() {
+        let a = ib_qp_attr {
+            qp_state: 99,
+            cur_qp_state: 7,
+            path_mtu: 6,
+            ..Default::default()
+        };
+        assert!(read(&a, ib_qp_attr_mask_IB_QP_STATE).is_err_and(|e| e == EINVAL));
+        assert!(read(&a, ib_qp_attr_mask_IB_QP_CUR_STATE).is_err_and(|e| e == EINVAL));
+        assert!(read(&a, ib_qp_attr_mask_IB_QP_PATH_MTU).is_err_and(|e| e == EINVAL));
+        assert!(read(&a, ib_qp_attr_mask_IB_QP_TIMEOUT).is_ok());
+        assert!(read(&a, 1 << 31).is_ok_and(|q| q.mask.has_unknown_bits()));
+    }
+
+    /// States and types reach ib_core's state machine as the values it knows.
+    #[test]
+    fn transitions_judged_with_ib_cores_values() {
+        // Not a glob import: `Err` would shadow the `Result` variant the asserts use.
+        use QpState::{Init, Reset, Rts};
+        let all = [
+            Reset,
+            Init,
+            QpState::Rtr,
+            Rts,
+            QpState::Sqd,
+            QpState::Sqe,
+            QpState::Err,
+        ];
+        for s in all {
+            assert_eq!(QpState::from_raw(s.to_raw()), Some(s));
+        }
+        for t in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+            assert_eq!(QpType::from_raw(t.to_raw()), Some(t));
+        }
+        let m = |bits: u32| AttrMask(ib_qp_attr_mask_IB_QP_STATE | bits);
+        let to_init = ib_qp_attr_mask_IB_QP_PKEY_INDEX | ib_qp_attr_mask_IB_QP_PORT;
+        let rc_init = to_init | ib_qp_attr_mask_IB_QP_ACCESS_FLAGS;
+        assert!(transition_ok(Reset, Init, QpType::Rc, m(rc_init)));
+        assert!(!transition_ok(Reset, Init, QpType::Rc, m(to_init)));
+        assert!(transition_ok(
+            Reset,
+            Init,
+            QpType::Ud,
+            m(to_init | ib_qp_attr_mask_IB_QP_QKEY)
+        ));
+        assert!(!transition_ok(Reset, Init, QpType::Ud, m(rc_init)));
+        assert!(!transition_ok(Reset, Rts, QpType::Rc, m(rc_init)));
+        // Any state may go to RESET, and any but RESET to ERR.
+        for s in all {
+            assert!(transition_ok(s, Reset, QpType::Rc, m(0)));
+            assert_eq!(transition_ok(s, QpState::Err, QpType::Uc, m(0)), s != Reset);
+        }
+    }
 }

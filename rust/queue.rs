@@ -259,3 +259,99 @@ impl Ring {
         };
     }
 }
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_ring)]
+mod tests {
+    use super::*;
+
+    /// Slots are a power of two above the entries asked for, one of them always empty;
+    /// slot sizes a power of two of at least a cache line.
+    #[test]
+    fn geometry_rounds_up() -> Result {
+        for (entries, elem, capacity, size) in [
+            (0, 1, 0, 64),
+            (1, 64, 1, 64),
+            (5, 64, 7, 64),
+            (7, 100, 7, 128),
+            (8, 64, 15, 64),
+            (1000, 448, 1023, 512),
+        ] {
+            let geo = Geometry::new(entries, elem)?;
+            assert_eq!(geo.capacity(), capacity);
+            assert_eq!(geo.mask(), capacity);
+            assert_eq!(geo.elem_size(), size);
+        }
+        Ok(())
+    }
+
+    /// Shapes whose indices or memory would not fit are refused before any allocation.
+    #[test]
+    fn geometry_refuses_what_cannot_fit() {
+        assert!(Geometry::new(u32::MAX, 64).is_err_and(|e| e == EINVAL));
+        assert!(Geometry::new(1 << 31, 64).is_err_and(|e| e == EINVAL));
+        assert!(Geometry::new(1 << 24, 64).is_err_and(|e| e == EINVAL));
+        assert!(Geometry::new(1, usize::MAX).is_err_and(|e| e == EINVAL));
+        assert!(Geometry::new(1, MAX_QUEUE_BYTES).is_err_and(|e| e == EINVAL));
+        // Just below the memory limit (the header takes the rest).
+        assert!(Geometry::new((1 << 23) - 1, 64).is_ok());
+    }
+
+    /// The shape goes to the header librxe reads; the device reads its own copy back.
+    #[test]
+    fn header_publishes_the_shape() -> Result {
+        let ring = Ring::new(Geometry::new(5, 100)?)?;
+        assert_eq!(ring.mem.word(LOG2_ELEM_OFF).load(Acquire), 7);
+        assert_eq!(ring.mem.word(INDEX_MASK_OFF).load(Acquire), 7);
+        assert_eq!(ring.mem.len() % PAGE_SIZE, 0);
+        assert!(ring.mem.len() >= HEADER_LEN + 8 * 128);
+        Ok(())
+    }
+
+    /// Whatever a process stores in the shared header, the indices the device reads are
+    /// slots of the ring, and slot accesses stay inside it.
+    #[test]
+    fn hostile_indices_are_masked() -> Result {
+        let ring = Ring::new(Geometry::new(7, 64)?)?;
+        for raw in [u32::MAX, 0x8000_0000, 8, 0xdead_beef] {
+            ring.mem.word(PRODUCER_OFF).store(raw, Release);
+            ring.mem.word(CONSUMER_OFF).store(raw, Release);
+            assert_eq!(ring.producer(), raw & 7);
+            assert_eq!(ring.consumer(), raw & 7);
+        }
+        // Indices the device publishes are masked too.
+        ring.set_producer(9);
+        assert_eq!(ring.mem.word(PRODUCER_OFF).load(Acquire), 1);
+        // A slot index past the end names the slot it masks to.
+        ring.write_slot(u32::MAX, &[0xa5; 64]);
+        let mut back = [0u8; 64];
+        ring.read_slot(7, &mut back);
+        assert_eq!(back, [0xa5; 64]);
+        Ok(())
+    }
+
+    /// A copy reads or writes at most one slot, however long the caller's buffer.
+    #[test]
+    fn slot_copies_stay_in_their_slot() -> Result {
+        let ring = Ring::new(Geometry::new(3, 64)?)?;
+        ring.write_slot(1, &[1; 100]);
+        let mut back = [0u8; 100];
+        ring.read_slot(1, &mut back);
+        assert!(back[..64].iter().all(|&b| b == 1));
+        assert!(back[64..].iter().all(|&b| b == 0));
+        let mut next = [0xffu8; 64];
+        ring.read_slot(2, &mut next);
+        assert_eq!(next, [0; 64]);
+
+        // Between rings of different slot sizes, as much as fits; onto itself, nothing.
+        let big = Ring::new(Geometry::new(3, 128)?)?;
+        big.write_slot(0, &[2; 128]);
+        big.copy_slot(0, &ring, 3);
+        ring.read_slot(3, &mut back);
+        assert!(back[..64].iter().all(|&b| b == 2));
+        ring.copy_slot(1, &ring, 1);
+        ring.read_slot(1, &mut next);
+        assert_eq!(next, [1; 64]);
+        Ok(())
+    }
+}

@@ -4,18 +4,23 @@
 #
 #   DRIVER=rxe|rxe_rs sh guest-tests.sh
 #
-# Expects the share at /mnt/host with rxe_rs.ko, kverbs_test.ko, bin/verbs_basic,
-# bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova, bin/isolation,
-# bin/hostile_budget, bin/verbs_fuzz and bin/verbs_failnth. After each test, `run`
+# Expects the share at /mnt/host with rxe_rs.ko, rxe_rs_kunit.ko, kverbs_test.ko,
+# bin/verbs_basic, bin/verbs_objects, bin/destroy_traffic, bin/hostile_iova,
+# bin/isolation, bin/hostile_budget, bin/verbs_fuzz and bin/verbs_failnth. After each test, `run`
 # deletes whatever devices and test netdevs are left and brings eth0 back up.
+#
+# HOST and BIN say where else these are (the kselftest entries rxe.sh and rxe_rs.sh set
+# both to their own directory); rxe_rs.ko not found there is loaded as installed. The
+# exit status is 1 if a test failed.
 DRIVER=${DRIVER:?DRIVER=rxe|rxe_rs}
-HOST=/mnt/host
-VB=$HOST/bin/verbs_basic
-VO=$HOST/bin/verbs_objects
-DT=$HOST/bin/destroy_traffic
-HI=$HOST/bin/hostile_iova
-IS=$HOST/bin/isolation
-HB=$HOST/bin/hostile_budget
+HOST=${HOST:-/mnt/host}
+BIN=${BIN:-$HOST/bin}
+VB=$BIN/verbs_basic
+VO=$BIN/verbs_objects
+DT=$BIN/destroy_traffic
+HI=$BIN/hostile_iova
+IS=$BIN/isolation
+HB=$BIN/hostile_budget
 DEV=tdev0
 tap_n=0
 
@@ -30,6 +35,7 @@ rxe)
 rxe_rs)
 	MOD=rxe_rs
 	KO=$HOST/rxe_rs.ko
+	[ -f "$KO" ] || KO=$(modinfo -n rxe_rs 2>/dev/null)
 	load() { insmod "$KO"; }
 	unload() { rmmod rxe_rs; }
 	;;
@@ -116,6 +122,7 @@ run() {
 		echo "ok $tap_n $1 # SKIP $(tail -n 1 /tmp/test.log)"
 	else
 		echo "not ok $tap_n $1"
+		tap_failed=1
 		sed 's/^/#   /' /tmp/test.log
 	fi
 	# What a test may leave behind, each looked for first (see del_all).
@@ -622,7 +629,7 @@ t_budget_big_read() { hb big_read; }
 # C rxe oopses within seconds even with the rings left alone and the opcodes within the
 # verbs' enum (a NULL pointer dereference in rxe_invalidate_mw() from its requester), so
 # it does not run there; FUZZ_ON_RXE=1 runs it anyway, in that reduced form.
-VF=$HOST/bin/verbs_fuzz
+VF=$BIN/verbs_fuzz
 FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 # The kernel's reports in a log on standard input (not the names of lockdep's functions
 # in stack traces, which an allocation failure's warning shows).
@@ -678,7 +685,7 @@ t_failslab() {
 	# GFP_KERNEL allocations may fail too; one line per injected fault would flood the
 	# console.
 	echo N > $fs/ignore-gfp-wait; echo 0 > $fs/verbose
-	timeout -k 10 900 "$HOST/bin/verbs_failnth" "$DEV" all
+	timeout -k 10 900 "$BIN/verbs_failnth" "$DEV" all
 	rc=$?
 	echo "$gw" > $fs/ignore-gfp-wait; echo "$vb" > $fs/verbose
 	dmesg | tail -n +$((n0 + 1)) > /tmp/failslab.dmesg
@@ -1569,9 +1576,31 @@ t_module_unload() {
 	load
 }
 
+# The driver's KUnit suites, in a build of the module made with RXE_RS_KUNIT=1 (the
+# in-tree CONFIG_RDMA_RXE_RS_KUNIT_TEST): they run as it loads and report in KTAP, which
+# the kernel log keeps. Every suite must be there and pass. The guests boot with
+# kunit.filter_glob=rxe_rs*, so no other suite runs.
+KUNIT_SUITES="rxe_rs_ring rxe_rs_qp_attr rxe_rs_table rxe_rs_wqe_ring rxe_rs_qp_modify
+	rxe_rs_read_resources"
+t_kunit() {
+	local mark s log=/tmp/kunit.log
+	[ "$DRIVER" = rxe_rs ] || { echo "rdma_rxe has no KUnit suite"; return 4; }
+	mark="rxe_rs KUnit run $$"
+	echo "$mark" > /dev/kmsg
+	insmod "$HOST/rxe_rs_kunit.ko" || { echo "cannot load the KUnit build"; return 1; }
+	rmmod rxe_rs || return 1
+	dmesg | sed -n "/$mark/,\$p" | sed 's/^\[[ 0-9.]*\] //' > $log
+	grep -E '^ *# rxe_rs_[a-z_]*: pass:' $log
+	grep -qE '^ *not ok ' $log && { cat $log; return 1; }
+	for s in $KUNIT_SUITES; do
+		grep -qE "^ *ok [0-9]+ $s\$" $log || { echo "suite $s did not pass"; cat $log; return 1; }
+	done
+}
+
 echo "TAP version 13"
 run insmod_without_ib_core_fails t_insmod_without_ib_core
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
+run kunit_suites t_kunit
 load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
 run link_add t_link_add
 run ibv_devices_lists_device t_ibv_devices
@@ -1689,4 +1718,4 @@ run module_unload t_module_unload
 run link_add_autoloads_module t_link_add_autoloads
 echo "1..$tap_n"
 unload
-exit 0
+exit ${tap_failed:-0}

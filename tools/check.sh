@@ -98,6 +98,19 @@ else
 fi
 stage_end
 
+# The in-tree build: the driver grafted into the test kernel's source (tools/graft.sh),
+# configured through its Kconfig and built by the kernel's own build, not M=; the
+# selftests installed by the kselftest build beside that module (run further down).
+stage_start "in-tree build: tools/graft.sh, CONFIG_RDMA_RXE_RS=m, kselftest install"
+kselftest=
+if kselftest=$("$TOOLS_DIR/graft-build.sh" 2> "$out/graft.log"); then
+	pass "in-tree build"
+else
+	tail -n 40 "$out/graft.log"
+	fail "in-tree build"
+fi
+stage_end
+
 stage_start "selftests build"
 make_share test
 stage_end
@@ -268,6 +281,33 @@ if [ -s "$report" ]; then
 else
 	tail -n 20 "$out/interop.log"
 	fail "interop: no results"
+fi
+stage_end
+
+# The kernel's kselftest runner over the installed tree of the in-tree build, in one
+# boot: a few tests through each entry (rxe.sh, then rxe_rs.sh with the in-tree module),
+# the KUnit suites of that module among them. Each entry must pass.
+stage_start "kselftest runner: the in-tree module, a few tests on each driver"
+if [ -z "$kselftest" ]; then
+	fail "kselftest runner: no in-tree build to run"
+else
+	ks_share=$TOP_DIR/build/share-kselftest
+	rm -rf "$ks_share"
+	mkdir -p "$ks_share"
+	cp -a "$kselftest" "$ks_share/kselftest"
+	echo "cd /mnt/host/kselftest && ONLY='^(link_add|alloc_dealloc_pd|create_cq|rc_pingpong_ipv4|kunit_suites)\$' ./run_kselftest.sh" \
+		> "$out/cmd-kselftest.sh"
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout 900 \
+		"$out/cmd-kselftest.sh" > "$out/kselftest.console" 2>&1 || true
+	for entry in rxe.sh rxe_rs.sh; do
+		if tr -d '\r' < "$out/kselftest.console" |
+			grep -qE "^ok [0-9]+ selftests: drivers/infiniband/rxe_rs: $entry\$"; then
+			pass "kselftest runner: $entry"
+		else
+			tr -d '\r' < "$out/kselftest.console" | tail -n 40
+			fail "kselftest runner: $entry"
+		fi
+	done
 fi
 stage_end
 

@@ -49,11 +49,9 @@ make_share() {
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
 		"$TOP_DIR/selftests/roce_send.py" "$TOP_DIR/selftests/live_qps.py" \
 		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" "$share/"
-	for prog in verbs_basic verbs_objects destroy_traffic hostile_iova isolation \
-		hostile_budget verbs_fuzz verbs_failnth read_big; do
-		in_rootfs gcc -O2 -Wall -Werror -o "/src/build/share-$flavor/bin/$prog" \
-			"/src/selftests/$prog.c" -libverbs || return
-	done
+	# The test programs, by the selftests' kselftest Makefile with the kernel's lib.mk.
+	in_rootfs make -s -C /src/selftests KSFT="/usr/src/linux-source-$KSERIES/tools/testing/selftests" \
+		OUTPUT="/src/build/share-$flavor/bin" >/dev/null || return
 	# The kernel-consumer checks are a module of their own, built like rxe_rs.
 	local kdir llvm=
 	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor") || return
@@ -61,6 +59,10 @@ make_share() {
 	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src/selftests/kverbs \
 		MO="/src/build/kverbs-$flavor" W=1 $llvm >/dev/null || return
 	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
+	# And rxe_rs with its KUnit suites built in (guest-tests.sh's kunit_suites).
+	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src MO="/src/build/kunit-$flavor" \
+		RXE_RS_KUNIT=1 $llvm >/dev/null || return
+	cp "$TOP_DIR/build/kunit-$flavor/rxe_rs.ko" "$share/rxe_rs_kunit.ko"
 }
 
 # The debug kernel, rxe_rs built for it and the debug guest's share, as one stage (make

@@ -64,6 +64,8 @@ fi
 append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
 append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
+# Of the KUnit suites, only rxe_rs's run (as its KUnit build loads): not the kernel's own.
+append+=" kunit.filter_glob=rxe_rs*"
 [ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot"
 
 # Stops the guest once no test started or ended for $idle seconds.

@@ -219,3 +219,118 @@ impl WqeRing {
         self.ring.set_producer(0);
     }
 }
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_wqe_ring)]
+mod tests {
+    use super::*;
+
+    /// A kernel consumer's ring of `entries` with 64-byte slots.
+    fn ring(entries: u32) -> Result<WqeRing> {
+        WqeRing::new(entries, 64, None)
+    }
+
+    fn wqe(wr_id: u64) -> [u8; 64] {
+        let mut b = [0u8; 64];
+        b[..8].copy_from_slice(&wr_id.to_ne_bytes());
+        b
+    }
+
+    fn take_id(r: &mut WqeRing) -> Option<u64> {
+        r.take::<8>().map(u64::from_ne_bytes)
+    }
+
+    #[test]
+    fn full_at_capacity_and_fifo() -> Result {
+        let mut r = ring(5)?;
+        assert!(!r.is_user());
+        assert_eq!(r.capacity(), 7);
+        assert_eq!(r.mminfo(), [0; 16]);
+        for id in 0..7 {
+            r.push(&wqe(id))?;
+        }
+        assert_eq!(r.count(), 7);
+        assert!(r.push(&wqe(7)).is_err_and(|e| e == ENOMEM));
+        for id in 0..7 {
+            assert_eq!(take_id(&mut r), Some(id));
+            assert_eq!(r.count(), 6 - id as u32);
+        }
+        assert_eq!(take_id(&mut r), None);
+        Ok(())
+    }
+
+    /// Indices wrap at the slot count many times over and the order holds.
+    #[test]
+    fn wraps_around() -> Result {
+        let mut r = ring(3)?;
+        let mut next = 0u64;
+        for round in 0..50u64 {
+            for i in 0..3 {
+                r.push(&wqe(round * 3 + i))?;
+            }
+            for _ in 0..3 {
+                assert_eq!(take_id(&mut r), Some(next));
+                next += 1;
+            }
+            assert!(r.consumer() < 4 && r.producer() < 4);
+            assert_eq!(r.next_index(3), 0);
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn drain_to_stops_at_its_end() -> Result {
+        let mut r = ring(7)?;
+        for id in 10..15 {
+            r.push(&wqe(id))?;
+        }
+        let (mut seen, mut n) = ([0u64; 8], 0);
+        let mut record = |id| {
+            seen[n] = id;
+            n += 1;
+        };
+        r.drain_to(r.consumer() + 2, &mut record);
+        // An end the posted requests never reach: all of them.
+        r.drain_to(r.producer() + 1, &mut record);
+        assert_eq!(n, 5);
+        assert_eq!(seen[..5], [10, 11, 12, 13, 14]);
+        assert_eq!(r.count(), 0);
+        Ok(())
+    }
+
+    /// A producer index stored by the process names at most every slot once: a drain
+    /// ends, having visited each slot at most once.
+    #[test]
+    fn hostile_producer_bounded() -> Result {
+        let mut r = ring(7)?;
+        r.ring.set_producer(u32::MAX);
+        assert_eq!(r.count(), 7);
+        let mut n = 0;
+        r.drain(|_| n += 1);
+        assert_eq!(n, 7);
+        assert_eq!(r.count(), 0);
+        Ok(())
+    }
+
+    /// A resize moves the posted requests, oldest first, to the start of the new ring.
+    #[test]
+    fn take_from_keeps_order() -> Result {
+        let mut old = ring(3)?;
+        for id in 0..3 {
+            old.push(&wqe(id))?;
+        }
+        take_id(&mut old);
+        take_id(&mut old);
+        for id in 3..5 {
+            old.push(&wqe(id))?;
+        }
+        // Posted: 2, 3, 4, the last two past the end of the slots.
+        let mut new = ring(15)?;
+        new.take_from(&old, old.count());
+        assert_eq!((new.consumer(), new.producer()), (0, 3));
+        for id in 2..5 {
+            assert_eq!(take_id(&mut new), Some(id));
+        }
+        Ok(())
+    }
+}

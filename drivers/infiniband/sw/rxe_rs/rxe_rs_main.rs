@@ -14,8 +14,10 @@
 
 #![deny(unsafe_code)]
 
+// Out of tree the layer is at the checkout's top; a kernel tree has it beside the driver.
 #[allow(unsafe_code)]
-#[path = "../../../../rust/lib.rs"]
+#[cfg_attr(not(rxe_rs_in_tree), path = "../../../../rust/lib.rs")]
+#[cfg_attr(rxe_rs_in_tree, path = "rust/lib.rs")]
 mod ib;
 
 mod ah;

@@ -254,3 +254,118 @@ impl<T: Numbered + Send + Sync + 'static> IdTable<T> {
         found
     }
 }
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_table)]
+mod tests {
+    use super::*;
+
+    struct Obj(Number);
+
+    impl Numbered for Obj {
+        fn number(&self) -> &Number {
+            &self.0
+        }
+    }
+
+    fn obj() -> Result<Arc<Obj>> {
+        Ok(Arc::new(Obj(Number::new()), GFP_KERNEL)?)
+    }
+
+    fn table(first: u32, limit: u32) -> Result<Pin<KBox<IdTable<Obj>>>> {
+        KBox::pin_init(IdTable::new(first, limit), GFP_KERNEL)
+    }
+
+    /// Inserts a new object; returns it with its number.
+    fn add(t: &IdTable<Obj>) -> Result<(Arc<Obj>, u32)> {
+        let o = obj()?;
+        let n = t.insert(&o, GFP_KERNEL)?;
+        Ok((o, n))
+    }
+
+    #[test]
+    fn numbers_in_order_from_first() -> Result {
+        let t = table(16, 1000)?;
+        for want in 16..21 {
+            let (o, n) = add(&t)?;
+            assert_eq!(n, want);
+            assert_eq!(o.number().get(), want);
+            assert!(t.get(n).is_some_and(|found| Arc::ptr_eq(&found, &o)));
+        }
+        assert!(t.get(15).is_none());
+        assert!(t.get(21).is_none());
+        Ok(())
+    }
+
+    /// A freed number comes back only after the whole range has been handed out, the
+    /// bitmap having grown past its first word on the way.
+    #[test]
+    fn freed_number_reused_last() -> Result {
+        const SPAN: u32 = 300;
+        let t = table(1, 1 + SPAN)?;
+        let (_first, one) = add(&t)?;
+        assert_eq!(one, 1);
+        t.remove(one);
+        assert!(t.get(one).is_none());
+        let mut held = KVec::new();
+        for want in 2..=SPAN {
+            let (o, n) = add(&t)?;
+            assert_eq!(n, want);
+            held.push(o, GFP_KERNEL)?;
+        }
+        // Only the freed one is left: the search wraps around to it.
+        let (_o, n) = add(&t)?;
+        assert_eq!(n, one);
+        assert!(add(&t).is_err_and(|e| e == ENOSPC));
+        Ok(())
+    }
+
+    #[test]
+    fn remove_forgets_and_frees() -> Result {
+        let t = table(100, 104)?;
+        let mut held = KVec::new();
+        for _ in 0..4 {
+            held.push(add(&t)?, GFP_KERNEL)?;
+        }
+        assert!(add(&t).is_err_and(|e| e == ENOSPC));
+        t.remove(102);
+        // A number nobody holds, and one out of range: nothing happens.
+        t.remove(102);
+        t.remove(7);
+        assert!(t.get(102).is_none());
+        assert!(t.hold(101).is_some());
+        let (_o, n) = add(&t)?;
+        assert_eq!(n, 102);
+        Ok(())
+    }
+
+    /// Fixed numbers (the special QPs) live outside the cyclic range, once each.
+    #[test]
+    fn insert_at_outside_the_range() -> Result {
+        let t = table(16, 64)?;
+        let a = obj()?;
+        assert!(t.insert_at(20, &a).is_err_and(|e| e == EINVAL));
+        t.insert_at(1, &a)?;
+        assert_eq!(a.number().get(), 1);
+        let b = obj()?;
+        assert!(t.insert_at(1, &b).is_err_and(|e| e == EBUSY));
+        assert!(t.get(1).is_some_and(|found| Arc::ptr_eq(&found, &a)));
+        // The cyclic range does not hand out a fixed number, nor is it disturbed by one.
+        let (_o, n) = add(&t)?;
+        assert_eq!(n, 16);
+        t.remove(1);
+        assert!(t.get(1).is_none());
+        t.insert_at(1, &b)?;
+        Ok(())
+    }
+
+    /// The table's reference goes with `remove`: the object is then the caller's alone.
+    #[test]
+    fn remove_drops_the_table_reference() -> Result {
+        let t = table(1, 10)?;
+        let (o, n) = add(&t)?;
+        t.remove(n);
+        assert!(Arc::into_unique_or_drop(o).is_some());
+        Ok(())
+    }
+}

@@ -7,7 +7,7 @@ use super::{QpInner, RxeQp};
 use crate::ah::check_av;
 use crate::ib::{
     device::eopnotsupp,
-    qp::{transition_ok, Qp, QpAttr, QpEvent, QpState, QpType},
+    qp::{transition_ok, Qp, QpAttr, QpAttrs, QpEvent, QpState, QpType},
     verbs::{access, QPN_MASK},
 };
 use crate::param;
@@ -139,67 +139,73 @@ fn check_attr(qp_type: QpType, a: &QpAttr) -> Result {
     Ok(())
 }
 
+/// Sets the attributes of `a` in `at`: PSNs and the destination QP number cut to their
+/// widths, the counts of outstanding READs and atomics rounded up to a power of two.
+fn set_attrs(at: &mut QpAttrs, a: &QpAttr) {
+    if let Some(v) = a.en_sqd_async_notify {
+        at.en_sqd_async_notify = v;
+    }
+    if let Some(v) = a.access_flags {
+        at.access_flags = v;
+    }
+    if let Some(v) = a.pkey_index {
+        at.pkey_index = v;
+    }
+    if let Some(v) = a.port_num {
+        at.port_num = v;
+    }
+    if let Some(v) = a.qkey {
+        at.qkey = v;
+    }
+    if let Some(v) = a.av {
+        at.av = v;
+    }
+    if let Some((av, port, pkey, timeout)) = a.alt_path {
+        at.alt_av = av;
+        at.alt_port_num = port;
+        at.alt_pkey_index = pkey;
+        at.alt_timeout = timeout;
+    }
+    if let Some(v) = a.path_mtu {
+        at.path_mtu = Some(v);
+    }
+    if let Some(v) = a.timeout {
+        at.timeout = v;
+    }
+    if let Some(v) = a.retry_cnt {
+        at.retry_cnt = v;
+    }
+    if let Some(v) = a.rnr_retry {
+        at.rnr_retry = v;
+    }
+    if let Some(v) = a.rq_psn {
+        at.rq_psn = v & PSN_MASK;
+    }
+    if let Some(v) = a.sq_psn {
+        at.sq_psn = v & PSN_MASK;
+    }
+    if let Some(v) = a.max_rd_atomic {
+        at.max_rd_atomic = round_rd_atomic(v);
+    }
+    if let Some(v) = a.max_dest_rd_atomic {
+        at.max_dest_rd_atomic = round_rd_atomic(v);
+    }
+    if let Some(v) = a.min_rnr_timer {
+        at.min_rnr_timer = v;
+    }
+    if let Some(v) = a.path_mig_state {
+        at.path_mig_state = v;
+    }
+    if let Some(v) = a.dest_qp_num {
+        at.dest_qp_num = v & QPN_MASK;
+    }
+}
+
 impl QpInner {
-    /// Sets the attributes of a `modify_qp` request that [`check_attr`] accepted.
+    /// Sets the attributes of a `modify_qp` request that [`check_attr`] accepted, and
+    /// the PSNs each side starts from.
     fn apply(&mut self, a: &QpAttr) {
-        let at = &mut self.attrs;
-        if let Some(v) = a.en_sqd_async_notify {
-            at.en_sqd_async_notify = v;
-        }
-        if let Some(v) = a.access_flags {
-            at.access_flags = v;
-        }
-        if let Some(v) = a.pkey_index {
-            at.pkey_index = v;
-        }
-        if let Some(v) = a.port_num {
-            at.port_num = v;
-        }
-        if let Some(v) = a.qkey {
-            at.qkey = v;
-        }
-        if let Some(v) = a.av {
-            at.av = v;
-        }
-        if let Some((av, port, pkey, timeout)) = a.alt_path {
-            at.alt_av = av;
-            at.alt_port_num = port;
-            at.alt_pkey_index = pkey;
-            at.alt_timeout = timeout;
-        }
-        if let Some(v) = a.path_mtu {
-            at.path_mtu = Some(v);
-        }
-        if let Some(v) = a.timeout {
-            at.timeout = v;
-        }
-        if let Some(v) = a.retry_cnt {
-            at.retry_cnt = v;
-        }
-        if let Some(v) = a.rnr_retry {
-            at.rnr_retry = v;
-        }
-        if let Some(v) = a.rq_psn {
-            at.rq_psn = v & PSN_MASK;
-        }
-        if let Some(v) = a.sq_psn {
-            at.sq_psn = v & PSN_MASK;
-        }
-        if let Some(v) = a.max_rd_atomic {
-            at.max_rd_atomic = round_rd_atomic(v);
-        }
-        if let Some(v) = a.max_dest_rd_atomic {
-            at.max_dest_rd_atomic = round_rd_atomic(v);
-        }
-        if let Some(v) = a.min_rnr_timer {
-            at.min_rnr_timer = v;
-        }
-        if let Some(v) = a.path_mig_state {
-            at.path_mig_state = v;
-        }
-        if let Some(v) = a.dest_qp_num {
-            at.dest_qp_num = v & QPN_MASK;
-        }
+        set_attrs(&mut self.attrs, a);
         if a.sq_psn.is_some() {
             self.req_psn = self.attrs.sq_psn;
         }
@@ -220,5 +226,99 @@ impl QpInner {
         self.req_psn = 0;
         self.rnr_wait = false;
         self.reset_odp();
+    }
+}
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_qp_modify)]
+mod tests {
+    use super::*;
+
+    fn refused(qp_type: QpType, a: QpAttr) -> bool {
+        check_attr(qp_type, &a).is_err_and(|e| e == EINVAL)
+    }
+
+    #[test]
+    fn limits_of_each_attribute() {
+        assert!(check_attr(QpType::Rc, &QpAttr::default()).is_ok());
+        let ok = QpAttr {
+            timeout: Some(31),
+            retry_cnt: Some(7),
+            rnr_retry: Some(7),
+            min_rnr_timer: Some(31),
+            port_num: Some(param::PORT),
+            pkey_index: Some(param::PORT_PKEY_TBL_LEN - 1),
+            max_rd_atomic: Some(param::MAX_QP_RD_ATOM as u8),
+            max_dest_rd_atomic: Some(param::MAX_QP_RD_ATOM as u8),
+            access_flags: Some(SUPPORTED_ACCESS),
+            ..Default::default()
+        };
+        assert!(check_attr(QpType::Rc, &ok).is_ok());
+        // Each attribute one past its range, alone.
+        let one_past: [fn(&mut QpAttr); 10] = [
+            |a| a.timeout = Some(32),
+            |a| a.retry_cnt = Some(8),
+            |a| a.rnr_retry = Some(8),
+            |a| a.min_rnr_timer = Some(32),
+            |a| a.port_num = Some(param::PORT + 1),
+            |a| a.port_num = Some(0),
+            |a| a.pkey_index = Some(param::PORT_PKEY_TBL_LEN),
+            |a| a.max_rd_atomic = Some(param::MAX_QP_RD_ATOM as u8 + 1),
+            |a| a.max_dest_rd_atomic = Some(param::MAX_QP_RD_ATOM as u8 + 1),
+            |a| a.cap = Some(Default::default()),
+        ];
+        for set in one_past {
+            let mut a = QpAttr::default();
+            set(&mut a);
+            assert!(refused(QpType::Rc, a));
+        }
+    }
+
+    /// Access flags are for connected QPs, and only the ones the device knows.
+    #[test]
+    fn access_flags_by_type() {
+        let rights = |f| QpAttr {
+            access_flags: Some(f),
+            ..Default::default()
+        };
+        assert!(check_attr(QpType::Uc, &rights(access::REMOTE_WRITE)).is_ok());
+        assert!(refused(QpType::Ud, rights(0)));
+        assert!(refused(QpType::Gsi, rights(access::REMOTE_WRITE)));
+        assert!(refused(QpType::Rc, rights(SUPPORTED_ACCESS | 1 << 30)));
+    }
+
+    #[test]
+    fn rate_limit_not_supported() {
+        let a = QpAttr {
+            rate_limit: Some(1),
+            ..Default::default()
+        };
+        assert!(check_attr(QpType::Rc, &a).is_err_and(|e| e == eopnotsupp()));
+    }
+
+    /// What is set is cut to its field's width; what is not selected stays.
+    #[test]
+    fn set_attrs_cuts_and_rounds() {
+        let mut at = QpAttrs {
+            qkey: 5,
+            timeout: 9,
+            ..Default::default()
+        };
+        let a = QpAttr {
+            rq_psn: Some(u32::MAX),
+            sq_psn: Some(0x0100_0001),
+            dest_qp_num: Some(0xff12_3456),
+            max_rd_atomic: Some(3),
+            max_dest_rd_atomic: Some(0),
+            retry_cnt: Some(6),
+            ..Default::default()
+        };
+        set_attrs(&mut at, &a);
+        assert_eq!((at.rq_psn, at.sq_psn), (PSN_MASK, 1));
+        assert_eq!(at.dest_qp_num, 0x12_3456);
+        assert_eq!((at.max_rd_atomic, at.max_dest_rd_atomic), (4, 0));
+        assert_eq!((at.retry_cnt, at.qkey, at.timeout), (6, 5, 9));
+        assert_eq!(round_rd_atomic(128), 128);
+        assert_eq!(round_rd_atomic(129), u8::MAX);
     }
 }

@@ -1538,3 +1538,109 @@ fn datagram(
     RxeQp::complete(dev, shared, inner, true, &c, pkt.bth.se);
     true
 }
+
+#[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]
+#[kernel::macros::kunit_tests(rxe_rs_read_resources)]
+mod tests {
+    use super::*;
+
+    fn res(first_psn: u32, last_psn: u32) -> Resource {
+        Resource {
+            first_psn,
+            last_psn,
+            answer: Answer::Done,
+            todo: None,
+        }
+    }
+
+    /// Resources around the wrap of the 24-bit PSN space: 0xfffffe..=1, 2..=5, 6.
+    fn three() -> Result<RespState> {
+        let mut s = RespState::new(4)?;
+        assert_eq!(s.keep(res(0xff_fffe, 1), 4), 0);
+        assert_eq!(s.keep(res(2, 5), 4), 1);
+        assert_eq!(s.keep(res(6, 6), 4), 2);
+        Ok(s)
+    }
+
+    #[test]
+    fn find_across_the_wrap() -> Result {
+        let s = three()?;
+        for (p, want) in [
+            (0xff_fffe, Some(0)),
+            (0xff_ffff, Some(0)),
+            (0, Some(0)),
+            (1, Some(0)),
+            (2, Some(1)),
+            (5, Some(1)),
+            (6, Some(2)),
+            (7, None),
+            (0xff_fffd, None),
+            (0x80_0000, None),
+        ] {
+            assert_eq!(s.find(p), want);
+        }
+        Ok(())
+    }
+
+    /// Answers leave in PSN order; a request that comes again for an earlier resource
+    /// restarts from there and drops what was queued after it; one for what is on its
+    /// way already changes nothing.
+    #[test]
+    fn answers_in_psn_order_once() -> Result {
+        let mut s = three()?;
+        s.answer(1, 2);
+        s.answer(2, 6);
+        assert_eq!(s.cur, Some(1));
+        s.answer(0, 0);
+        assert_eq!(s.cur, Some(0));
+        assert_eq!((s.res[1].todo, s.res[2].todo), (None, None));
+        // Asked again from a later PSN than the one queued: ignored.
+        s.answer(0, 1);
+        assert_eq!(s.res[0].todo, Some(0));
+        // From an earlier one: the stream goes back.
+        s.answer(0, 0xff_ffff);
+        assert_eq!(s.res[0].todo, Some(0xff_ffff));
+        assert!(s.has_responses());
+        s.next_answer();
+        assert_eq!(s.cur, None);
+        assert!(!s.has_responses());
+        // Out of range: nothing.
+        s.answer(9, 0);
+        assert_eq!(s.cur, None);
+        Ok(())
+    }
+
+    #[test]
+    fn next_answer_takes_the_lowest_psn() -> Result {
+        let mut s = three()?;
+        s.answer(1, 3);
+        s.answer(2, 6);
+        assert_eq!(s.cur, Some(1));
+        s.next_answer();
+        assert_eq!(s.cur, Some(2));
+        s.next_answer();
+        assert_eq!(s.cur, None);
+        Ok(())
+    }
+
+    /// Beyond the limit the oldest resource is replaced, and the answer being sent for
+    /// it goes with it.
+    #[test]
+    fn keep_replaces_the_oldest() -> Result {
+        let mut s = RespState::new(2)?;
+        assert_eq!(s.keep(res(10, 10), 2), 0);
+        assert_eq!(s.keep(res(11, 11), 2), 1);
+        s.answer(0, 10);
+        assert_eq!(s.keep(res(12, 12), 2), 0);
+        assert_eq!(s.cur, None);
+        assert_eq!(s.keep(res(13, 13), 2), 1);
+        assert_eq!(s.keep(res(14, 14), 2), 0);
+        assert_eq!(
+            (s.find(12), s.find(13), s.find(14)),
+            (None, Some(1), Some(0))
+        );
+        s.reset(0);
+        assert_eq!((s.res.len(), s.cur), (0, None));
+        Ok(())
+    }
+}
