@@ -46,13 +46,16 @@ use super::{
     udata::Udata,
     wr::{RecvWr, SendWr, WcOut},
 };
-use core::{marker::PhantomData, mem::size_of, ptr};
+use core::{mem::size_of, ptr, ptr::NonNull};
 use kernel::{
     error::{from_result, to_result},
     ffi::{c_int, c_ulong},
     prelude::*,
     str::CStr,
-    sync::Arc,
+    sync::{
+        aref::{ARef, AlwaysRefCounted},
+        Arc,
+    },
     types::Opaque,
 };
 
@@ -660,13 +663,9 @@ impl<T: Driver> Device<T> {
     /// The network device bound to `port`, if it is still there.
     pub(crate) fn netdev(&self, port: u32) -> Option<NetDeviceRef> {
         // SAFETY: The device is valid by the type invariant.
-        let ndev = unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) };
-        if ndev.is_null() {
-            None
-        } else {
-            // SAFETY: `ib_device_get_netdev()` returns a held reference.
-            Some(unsafe { NetDeviceRef::from_raw_owned(ndev) })
-        }
+        let ndev = NonNull::new(unsafe { bindings::ib_device_get_netdev(self.as_raw(), port) })?;
+        // SAFETY: `ib_device_get_netdev()` returned a held reference.
+        Some(unsafe { NetDevice::from_raw_owned(ndev) })
     }
 
     /// The active speed and width of an Ethernet port, derived from its link speed.
@@ -684,7 +683,7 @@ impl<T: Driver> Device<T> {
     /// registers the device under `info.name`.
     ///
     /// On failure nothing is left behind. On success ib_core owns the device: it lives
-    /// until it is unregistered ([`DeviceRef::unregister_queued`], `rdma link delete`,
+    /// until it is unregistered ([`HeldDevice::unregister_queued`], `rdma link delete`,
     /// dropping [`AllDevices`]).
     pub(crate) fn register(
         info: &DeviceInfo<'_>,
@@ -760,13 +759,15 @@ impl<T: Driver> Device<T> {
         // SAFETY: `raw` is a registered device on which we hold a reference.
         let ours =
             unsafe { bindings::rxe_rs_device_owner(raw) } == crate::THIS_MODULE.as_ptr().cast();
-        // INVARIANT: We hold a reference. The module registers devices of one driver type
-        // only, so a device it owns is a `Device<T>`.
-        let dev = DeviceRef {
-            ptr: raw,
-            _p: PhantomData,
-        };
-        ours.then_some(dev)
+        if !ours {
+            // SAFETY: The reference taken above, not kept.
+            unsafe { bindings::ib_device_put(raw) };
+            return None;
+        }
+        // SAFETY: The module registers devices of one driver type only, so a device it
+        // owns is a `Device<T>`, valid while the reference taken above is held; that
+        // reference is handed to the `ARef`.
+        Some(unsafe { ARef::from_raw(NonNull::from(Device::<T>::from_raw(raw)).cast()) })
     }
 
     fn ops_table() -> bindings::ib_device_ops {
@@ -1555,63 +1556,66 @@ impl<T: Driver> Device<T> {
 /// The driver id librxe stamps into every command; C rxe uses the same.
 const DRIVER_ID: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
 
-/// A counted reference to a registered device of driver `T`.
+/// A registered device of driver `T` on which a counted reference is held: reached only
+/// through a [`DeviceRef`].
 ///
 /// # Invariants
 ///
-/// `ptr` is the `ib_device` of a `Device<T>` on which the object holds an
-/// `ib_device_try_get()` reference, dropped with `ib_device_put()`.
-pub(crate) struct DeviceRef<T: Driver> {
-    ptr: *mut bindings::ib_device,
-    _p: PhantomData<T>,
-}
+/// While a `&HeldDevice<T>` exists, ib_core's count of the device's references
+/// (`ib_device_try_get()`, `ib_device_put()`) is held by the [`DeviceRef`] it came from.
+#[repr(transparent)]
+pub(crate) struct HeldDevice<T: Driver>(Device<T>);
 
-// SAFETY: A counted reference to a device may be held and dropped on any thread.
-unsafe impl<T: Driver> Send for DeviceRef<T> {}
-// SAFETY: `&DeviceRef` only gives `&Device`, which is `Sync`.
-unsafe impl<T: Driver> Sync for DeviceRef<T> {}
+/// A counted reference to a registered device of driver `T`, put when it is dropped.
+pub(crate) type DeviceRef<T> = ARef<HeldDevice<T>>;
+
+// SAFETY: The count is ib_core's, and the device is not freed while it is above zero.
+// By the type invariant it is above zero while a `&HeldDevice` exists, so one more
+// `ib_device_try_get()` always succeeds.
+unsafe impl<T: Driver> AlwaysRefCounted for HeldDevice<T> {
+    fn inc_ref(&self) {
+        // SAFETY: The device is valid by the type invariant.
+        let taken = unsafe { bindings::rxe_rs_device_try_get(self.0.as_raw()) };
+        // A count above zero cannot fail to go up.
+        debug_assert!(taken);
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller hands over a count it holds, so the device is valid until
+        // that count is put.
+        unsafe { bindings::ib_device_put(obj.as_ref().0.as_raw()) };
+    }
+}
 
 impl<T: Driver> Device<T> {
     /// A counted reference to the device, unless it is being unregistered.
     pub(crate) fn get_ref(&self) -> Option<DeviceRef<T>> {
         // SAFETY: The device is valid by the type invariant.
-        if unsafe { bindings::rxe_rs_device_try_get(self.as_raw()) } {
-            // INVARIANT: We hold the reference just taken.
-            Some(DeviceRef {
-                ptr: self.as_raw(),
-                _p: PhantomData,
-            })
-        } else {
-            None
+        if !unsafe { bindings::rxe_rs_device_try_get(self.as_raw()) } {
+            return None;
         }
+        // SAFETY: The count just taken is handed to the `ARef`; `HeldDevice` is
+        // `repr(transparent)` over `Device<T>`.
+        Some(unsafe { ARef::from_raw(NonNull::from(self).cast()) })
     }
 }
 
-impl<T: Driver> DeviceRef<T> {
+impl<T: Driver> HeldDevice<T> {
     /// Asks ib_core to unregister the device from its unregistration workqueue.
     ///
     /// Safe from contexts that must not wait for the device's users, such as a netdev
     /// notifier holding the RTNL.
     pub(crate) fn unregister_queued(&self) {
         // SAFETY: By the type invariant the device is valid.
-        unsafe { bindings::ib_unregister_device_queued(self.ptr) };
+        unsafe { bindings::ib_unregister_device_queued(self.0.as_raw()) };
     }
 }
 
-impl<T: Driver> core::ops::Deref for DeviceRef<T> {
+impl<T: Driver> core::ops::Deref for HeldDevice<T> {
     type Target = Device<T>;
 
     fn deref(&self) -> &Device<T> {
-        // SAFETY: By the type invariant the device is ours and registered; the reference
-        // keeps it from being deallocated.
-        unsafe { Device::from_raw(self.ptr) }
-    }
-}
-
-impl<T: Driver> Drop for DeviceRef<T> {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant we hold one reference.
-        unsafe { bindings::ib_device_put(self.ptr) };
+        &self.0
     }
 }
 

@@ -8,13 +8,19 @@
 //! | Rust | C | lifetime |
 //! |---|---|---|
 //! | [`NetDevice`] | `struct net_device` | borrowed for the length of a callback |
-//! | [`NetDeviceRef`] | `struct net_device` + one `dev_hold()` | owned reference, `dev_put()` on drop |
+//! | [`NetDeviceRef`] (`ARef<NetDevice>`) | `struct net_device` + one `dev_hold()` | owned reference, `dev_put()` on drop |
 //! | [`Notifier`] | `struct notifier_block` on the netdev chain | registered while pinned, unregistered on drop |
 //!
 //! Netdev notifier callbacks run in process context with the RTNL held.
 
 use super::bindings;
-use kernel::{error::to_result, prelude::*, types::Opaque};
+use core::ptr::NonNull;
+use kernel::{
+    error::to_result,
+    prelude::*,
+    sync::aref::{ARef, AlwaysRefCounted},
+    types::Opaque,
+};
 
 /// A network device borrowed from the caller of a callback.
 ///
@@ -89,58 +95,47 @@ impl NetDevice {
     }
 }
 
-/// An owned reference to a network device (a `dev_hold()` that is dropped with it).
-///
-/// # Invariants
-///
-/// `ptr` is valid and the object holds one reference to it.
-pub(crate) struct NetDeviceRef {
-    ptr: *mut bindings::net_device,
+// SAFETY: A `net_device` is usable from any thread: its methods here call functions
+// safe in any thread, under whatever context rule each one states.
+unsafe impl Send for NetDevice {}
+// SAFETY: As for `Send`; the methods take `&self` and may run concurrently.
+unsafe impl Sync for NetDevice {}
+
+// SAFETY: `dev_hold()` and `dev_put()` count the references to a `net_device`, which is
+// not freed while one is held; `dev_hold()` always succeeds on a device that is not
+// freed, which a `&NetDevice` guarantees (type invariant).
+unsafe impl AlwaysRefCounted for NetDevice {
+    fn inc_ref(&self) {
+        // SAFETY: The device is valid by the type invariant.
+        unsafe { bindings::rxe_rs_netdev_hold(self.as_raw()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller hands over one reference it holds; `NetDevice` is
+        // `repr(transparent)` over the C struct.
+        unsafe { bindings::rxe_rs_netdev_put(obj.cast().as_ptr()) };
+    }
 }
 
-// SAFETY: A net_device reference may be dropped from any thread.
-unsafe impl Send for NetDeviceRef {}
-// SAFETY: The methods of `NetDevice` are safe to call concurrently.
-unsafe impl Sync for NetDeviceRef {}
+/// An owned reference to a network device (a `dev_hold()` that is dropped with it).
+pub(crate) type NetDeviceRef = ARef<NetDevice>;
 
-impl NetDeviceRef {
+impl NetDevice {
+    /// A counted reference to the netdev (`dev_hold()`).
+    pub(crate) fn hold(&self) -> NetDeviceRef {
+        ARef::from(self)
+    }
+
     /// Takes ownership of one reference already held on `ptr`.
     ///
     /// # Safety
     ///
     /// `ptr` must be a valid `net_device` on which the caller holds a reference that it
     /// hands over.
-    pub(crate) unsafe fn from_raw_owned(ptr: *mut bindings::net_device) -> Self {
-        // INVARIANT: Guaranteed by the caller.
-        Self { ptr }
-    }
-}
-
-impl NetDevice {
-    /// A counted reference to the netdev (`dev_hold()`).
-    pub(crate) fn hold(&self) -> NetDeviceRef {
-        // SAFETY: The netdev is live (we have `&self`); the reference taken is handed
-        // to the new value.
-        unsafe {
-            bindings::rxe_rs_netdev_hold(self.as_raw());
-            NetDeviceRef::from_raw_owned(self.as_raw())
-        }
-    }
-}
-
-impl core::ops::Deref for NetDeviceRef {
-    type Target = NetDevice;
-
-    fn deref(&self) -> &NetDevice {
-        // SAFETY: By the type invariant we hold a reference, so the device stays valid.
-        unsafe { NetDevice::from_raw(self.ptr) }
-    }
-}
-
-impl Drop for NetDeviceRef {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant we hold one reference, released here.
-        unsafe { bindings::rxe_rs_netdev_put(self.ptr) };
+    pub(crate) unsafe fn from_raw_owned(ptr: NonNull<bindings::net_device>) -> NetDeviceRef {
+        // SAFETY: `NetDevice` is `repr(transparent)` over the C struct; the caller hands
+        // over the reference `ARef` owns from now on.
+        unsafe { ARef::from_raw(ptr.cast()) }
     }
 }
 
