@@ -293,8 +293,9 @@ mod tests {
         assert!(Geometry::new(1 << 24, 64).is_err_and(|e| e == EINVAL));
         assert!(Geometry::new(1, usize::MAX).is_err_and(|e| e == EINVAL));
         assert!(Geometry::new(1, MAX_QUEUE_BYTES).is_err_and(|e| e == EINVAL));
-        // Just below the memory limit (the header takes the rest).
-        assert!(Geometry::new((1 << 23) - 1, 64).is_ok());
+        // Slots of exactly the memory limit: the header does not fit beside them.
+        assert!(Geometry::new((1 << 22) - 1, 256).is_err_and(|e| e == EINVAL));
+        assert!(Geometry::new((1 << 21) - 1, 256).is_ok());
     }
 
     /// The shape goes to the header librxe reads; the device reads its own copy back.
@@ -334,24 +335,29 @@ mod tests {
     #[test]
     fn slot_copies_stay_in_their_slot() -> Result {
         let ring = Ring::new(Geometry::new(3, 64)?)?;
+        ring.write_slot(2, &[0xee; 64]);
+        // A longer write fills slot 1 only; a longer read takes slot 1 only.
         ring.write_slot(1, &[1; 100]);
-        let mut back = [0u8; 100];
+        let mut back = [0xffu8; 100];
         ring.read_slot(1, &mut back);
         assert!(back[..64].iter().all(|&b| b == 1));
-        assert!(back[64..].iter().all(|&b| b == 0));
-        let mut next = [0xffu8; 64];
+        assert!(back[64..].iter().all(|&b| b == 0xff));
+        let mut next = [0u8; 64];
         ring.read_slot(2, &mut next);
-        assert_eq!(next, [0; 64]);
+        assert_eq!(next, [0xee; 64]);
 
-        // Between rings of different slot sizes, as much as fits; onto itself, nothing.
+        // Between rings of different slot sizes, as much as fits in the smaller slot.
         let big = Ring::new(Geometry::new(3, 128)?)?;
         big.write_slot(0, &[2; 128]);
-        big.copy_slot(0, &ring, 3);
-        ring.read_slot(3, &mut back);
-        assert!(back[..64].iter().all(|&b| b == 2));
-        ring.copy_slot(1, &ring, 1);
+        big.copy_slot(0, &ring, 0);
+        let mut first = [0u8; 128];
+        ring.read_slot(0, &mut first);
+        assert!(first[..64].iter().all(|&b| b == 2));
         ring.read_slot(1, &mut next);
         assert_eq!(next, [1; 64]);
+        ring.copy_slot(1, &big, 1);
+        big.read_slot(1, &mut first);
+        assert!(first[..64].iter().all(|&b| b == 1) && first[64..].iter().all(|&b| b == 0));
         Ok(())
     }
 }

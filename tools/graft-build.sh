@@ -8,8 +8,8 @@
 #
 # Neither cached tree is touched: inside the toolchain tree's private mount namespace,
 # each is covered by an overlay whose writes land in build/graft/, removed at the end.
-# What stays is build/graft/kselftest/ (run_kselftest.sh and the tests; rxe_rs.ko and
-# rxe_rs_kunit.ko, both the in-tree build, in drivers/infiniband/rxe_rs/).
+# What stays is build/graft/kselftest/ (run_kselftest.sh and the tests, with rxe_rs.ko
+# and rxe_rs_kunit.ko, both the in-tree build, and kverbs_test.ko beside them).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -38,16 +38,24 @@ in_rootfs /bin/bash -ec '
 	# ib_core and the other modules only when it sees them all.
 	make -s -C "$src" O="$obj" -j"$jobs" modules
 	# kselftest installs with `rsync -a --copy-unsafe-links FILE... DIR/`, which the
-	# toolchain tree lacks: for plain files into a directory, cp -a does the same.
+	# toolchain tree lacks: for plain files into a directory, cp -a does the same (not
+	# for the TEST_INCLUDES of lib.mk, `rsync -aR`, which these tests do not use). rsync
+	# joins the packages of the toolchain tree with their next change.
 	mkdir -p "$w/bin"
 	printf "%s\n" "#!/bin/sh" "while [ \"\${1#-}\" != \"\$1\" ]; do shift; done" \
 		"exec cp -a \"\$@\"" > "$w/bin/rsync"
 	chmod +x "$w/bin/rsync"
 	PATH=$w/bin:$PATH make -C "$src/tools/testing/selftests" \
 		TARGETS=drivers/infiniband/rxe_rs INSTALL_PATH="$w/kselftest" install
+	# The modules the tests load, beside them: rxe_rs as the tree built it (with its
+	# KUnit suites, so also as rxe_rs_kunit.ko) and the kernel-consumer test module.
+	tests=$w/kselftest/drivers/infiniband/rxe_rs
 	ko=$obj/drivers/infiniband/sw/rxe_rs/rxe_rs.ko
-	cp "$ko" "$w/kselftest/drivers/infiniband/rxe_rs/rxe_rs.ko"
-	cp "$ko" "$w/kselftest/drivers/infiniband/rxe_rs/rxe_rs_kunit.ko"
+	cp "$ko" "$tests/rxe_rs.ko"
+	cp "$ko" "$tests/rxe_rs_kunit.ko"
+	make -s -C "$obj" M="$src/tools/testing/selftests/drivers/infiniband/rxe_rs/kverbs" \
+		MO="$w/kverbs"
+	cp "$w/kverbs/kverbs_test.ko" "$tests/"
 ' graft "/usr/src/linux-source-$KSERIES" "/cache/$(basename "$kdir")" /src/build/graft \
 	"$(nproc)" >&2
 

@@ -23,16 +23,24 @@ dst=$ksrc/drivers/infiniband/sw/rxe_rs
 rm -rf "$dst"
 mkdir -p "$dst/rust"
 cp "$top/Kconfig" "$top/Kbuild" "$dst/"
-# The driver's Rust files; the wire crate's host-only parts (cargo, fuzzing) stay behind.
+# The driver's Rust files; the wire crate's host-only parts (cargo, its build output,
+# fuzzing) stay behind.
 (cd "$top/drivers/infiniband/sw/rxe_rs" &&
-	find . -name '*.rs' -not -path './roce/fuzz/*' -not -path './roce/host.rs' -print0 |
+	find . -name '*.rs' -not -path './roce/fuzz/*' -not -path './roce/target/*' \
+		-not -path './roce/host.rs' -print0 |
 	xargs -0 cp --parents -t "$dst")
-cp "$top"/rust/*.rs "$top"/rust/*.c "$top"/rust/*.h "$top/rust/bindgen_parameters" "$dst/rust/"
-# The selftests, where the kselftest build finds them (TARGETS=drivers/infiniband/rxe_rs).
+# The layer's sources, not what an in-place build may have left (its bindings).
+find "$top/rust" -maxdepth 1 -type f \( -name '*.rs' -o -name '*.[ch]' \
+	-o -name bindgen_parameters \) -not -name bindings_generated.rs -exec cp -t "$dst/rust" {} +
+# The selftests' sources, where the kselftest build finds them
+# (TARGETS=drivers/infiniband/rxe_rs), and the kernel-consumer test module's.
 tests=$ksrc/tools/testing/selftests/drivers/infiniband/rxe_rs
 rm -rf "$tests"
-mkdir -p "$tests"
-find "$top/selftests" -maxdepth 1 -type f -exec cp -t "$tests" {} +
+mkdir -p "$tests/kverbs"
+find "$top/selftests" -maxdepth 1 -type f \( -name '*.[ch]' -o -name '*.sh' -o -name '*.py' \
+	-o -name Makefile -o -name config -o -name settings -o -name '*.txt' \) \
+	-exec cp -t "$tests" {} +
+cp "$top/selftests/kverbs/Kbuild" "$top/selftests/kverbs/kverbs_test.c" "$tests/kverbs/"
 
 # add_after FILE ANCHOR LINE: LINE after the line ANCHOR of FILE, unless FILE has it.
 add_after() {

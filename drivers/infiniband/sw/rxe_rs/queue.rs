@@ -253,7 +253,7 @@ mod tests {
         assert!(r.push(&wqe(7)).is_err_and(|e| e == ENOMEM));
         for id in 0..7 {
             assert_eq!(take_id(&mut r), Some(id));
-            assert_eq!(r.count(), 6 - id as u32);
+            assert_eq!(u64::from(r.count()), 6 - id);
         }
         assert_eq!(take_id(&mut r), None);
         Ok(())
@@ -298,10 +298,10 @@ mod tests {
         Ok(())
     }
 
-    /// A producer index stored by the process names at most every slot once: a drain
-    /// ends, having visited each slot at most once.
+    /// However far ahead the process puts its producer index (the ring reads it
+    /// masked, see `rust/queue.rs`), a drain ends having taken each slot at most once.
     #[test]
-    fn hostile_producer_bounded() -> Result {
+    fn drain_bounded_by_the_ring() -> Result {
         let mut r = ring(7)?;
         r.ring.set_producer(u32::MAX);
         assert_eq!(r.count(), 7);
@@ -324,7 +324,7 @@ mod tests {
         for id in 3..5 {
             old.push(&wqe(id))?;
         }
-        // Posted: 2, 3, 4, the last two past the end of the slots.
+        // Posted: 2, 3, 4, in slots 2, 3 and 0 (the indices wrapped).
         let mut new = ring(15)?;
         new.take_from(&old, old.count());
         assert_eq!((new.consumer(), new.producer()), (0, 3));

@@ -1553,18 +1553,20 @@ mod tests {
         }
     }
 
-    /// Resources around the wrap of the 24-bit PSN space: 0xfffffe..=1, 2..=5, 6.
+    /// Resources 0, 1 and 2 around the wrap of the 24-bit PSN space: 0xfffffe..=1,
+    /// 2..=5 and 6.
     fn three() -> Result<RespState> {
         let mut s = RespState::new(4)?;
-        assert_eq!(s.keep(res(0xff_fffe, 1), 4), 0);
-        assert_eq!(s.keep(res(2, 5), 4), 1);
-        assert_eq!(s.keep(res(6, 6), 4), 2);
+        for r in [res(0xff_fffe, 1), res(2, 5), res(6, 6)] {
+            s.keep(r, 4);
+        }
         Ok(s)
     }
 
     #[test]
     fn find_across_the_wrap() -> Result {
         let s = three()?;
+        assert_eq!(s.res.len(), 3);
         for (p, want) in [
             (0xff_fffe, Some(0)),
             (0xff_ffff, Some(0)),
@@ -1610,12 +1612,24 @@ mod tests {
         Ok(())
     }
 
+    /// The next answer is the lowest PSN's, in sequence order, whatever the order of
+    /// the slots (replacements mix it up).
     #[test]
     fn next_answer_takes_the_lowest_psn() -> Result {
-        let mut s = three()?;
-        s.answer(1, 3);
-        s.answer(2, 6);
+        let mut s = RespState::new(3)?;
+        for r in [
+            res(0xff_fff8, 0xff_fff8),
+            res(0xff_fff0, 0xff_fff0),
+            res(5, 5),
+        ] {
+            s.keep(r, 3);
+        }
+        s.answer(1, 0xff_fff0);
+        s.answer(0, 0xff_fff8);
+        s.answer(2, 5);
         assert_eq!(s.cur, Some(1));
+        s.next_answer();
+        assert_eq!(s.cur, Some(0));
         s.next_answer();
         assert_eq!(s.cur, Some(2));
         s.next_answer();
