@@ -88,7 +88,8 @@ impl RxeQp {
                 }
             }
             QpState::Sqd => {
-                // Nothing is ever in flight yet, so the send queue is drained at once.
+                // Reported drained at once, although sent WQEs may still wait for
+                // their acknowledgements (an open finding, see Documentation).
                 if inner.attrs.en_sqd_async_notify {
                     inner.pending.push(QpEvent::SqDrained, GFP_ATOMIC)?;
                     return Ok(true);
