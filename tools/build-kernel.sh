@@ -39,7 +39,7 @@ if [ -f "$out/.complete" ]; then
 	exit 0
 fi
 
-stage_start "$flavor kernel $KVER (about 20 to 25 minutes at -j2 on a cold cache)"
+stage_start "$flavor kernel $KVER (20 to 50 minutes at -j2 on a cold cache, the debug one the longer)"
 name=$(basename "$out")
 rm -rf "$out"
 mkdir -p "$out"
