@@ -48,6 +48,7 @@ pub(crate) mod pd;
 pub(crate) mod qp;
 pub(crate) mod queue;
 pub(crate) mod random;
+pub(crate) mod rxe_abi;
 pub(crate) mod skb;
 pub(crate) mod srq;
 pub(crate) mod stats;

@@ -14,6 +14,7 @@ use crate::ib::{
     cq::UserCall,
     pd::PdId,
     qp::{AddressVector, NetworkType},
+    rxe_abi::create_ah_resp,
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
@@ -104,9 +105,9 @@ impl RxeAh {
         };
         if let Some(user) = user {
             // `struct rxe_create_ah_resp`, for a provider that left room for it.
-            if user.udata.out_len() >= 8 {
-                let mut resp = [0u8; 8];
-                resp[..4].copy_from_slice(&num.to_ne_bytes());
+            if user.udata.out_len() >= create_ah_resp::LEN {
+                let mut resp = [0u8; create_ah_resp::LEN];
+                resp[create_ah_resp::AH_NUM..][..4].copy_from_slice(&num.to_ne_bytes());
                 user.udata.respond(&resp)?;
             }
         }

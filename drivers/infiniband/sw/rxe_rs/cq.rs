@@ -27,13 +27,14 @@ use crate::ib::{
     cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     mmap::UserMap,
     queue::{Geometry, Ring},
+    rxe_abi::UVERBS_WC_LEN,
     task::{Task, TaskRun, Workqueue},
     verbs::WcStatus,
     wr::WcOut,
 };
 use crate::{
     param::{self, Charge, Quota},
-    wc::{Completion, UVERBS_WC_LEN},
+    wc::Completion,
     RxeRs,
 };
 use kernel::{prelude::*, sync::Arc};

@@ -13,6 +13,7 @@
 //! is copied out before it is looked at, since librxe's memory is the process's to
 //! scribble on.
 
+use crate::ib::rxe_abi::{mminfo, recv, sge as at_sge, RECV_WQE_HDR, SGE_LEN};
 use crate::ib::{
     cq::UserCall,
     mmap::UserMap,
@@ -20,16 +21,16 @@ use crate::ib::{
     wr::RecvWr,
 };
 use crate::param;
-use crate::wqe::{RECV_WQE_HDR, SGE_LEN};
+use crate::wqe::MAX_RECV_WQE;
 use crate::RxeRs;
 use kernel::prelude::*;
 
 /// librxe's `struct mminfo` for a ring offered to it: where to map it and how much.
-pub(crate) fn mminfo(map: &UserMap) -> [u8; 16] {
-    let mut b = [0u8; 16];
-    b[..8].copy_from_slice(&map.offset().to_ne_bytes());
+pub(crate) fn mminfo(map: &UserMap) -> [u8; mminfo::LEN] {
+    let mut b = [0u8; mminfo::LEN];
+    b[mminfo::OFFSET..][..8].copy_from_slice(&map.offset().to_ne_bytes());
     // A ring is at most `queue::MAX_QUEUE_BYTES` long, so the length fits.
-    b[8..12].copy_from_slice(&(map.len() as u32).to_ne_bytes());
+    b[mminfo::SIZE..][..4].copy_from_slice(&(map.len() as u32).to_ne_bytes());
     b
 }
 
@@ -79,8 +80,8 @@ impl WqeRing {
 
     /// librxe's `struct mminfo` for the ring (zero for a kernel consumer's ring, which
     /// is never offered).
-    pub(crate) fn mminfo(&self) -> [u8; 16] {
-        self.map.as_ref().map_or([0; 16], mminfo)
+    pub(crate) fn mminfo(&self) -> [u8; mminfo::LEN] {
+        self.map.as_ref().map_or([0; mminfo::LEN], mminfo)
     }
 
     /// Work requests posted and not yet consumed.
@@ -146,23 +147,24 @@ impl WqeRing {
         if producer.wrapping_sub(self.consumer) & geo.mask() == geo.capacity() {
             return Err(ENOMEM);
         }
-        let mut wqe = [0u8; RECV_WQE_HDR + param::MAX_SGE as usize * SGE_LEN as usize];
+        let mut wqe = [0u8; MAX_RECV_WQE];
+        let mut put = |at: usize, v: &[u8]| wqe[at..at + v.len()].copy_from_slice(v);
         let mut length = 0u32;
         for i in 0..n {
             let sge = wr.sge(i);
             length = length.checked_add(sge.length).ok_or(EINVAL)?;
-            let at = RECV_WQE_HDR + i * SGE_LEN as usize;
-            wqe[at..at + 8].copy_from_slice(&sge.addr.to_ne_bytes());
-            wqe[at + 8..at + 12].copy_from_slice(&sge.length.to_ne_bytes());
-            wqe[at + 12..at + 16].copy_from_slice(&sge.lkey.to_ne_bytes());
+            let at = RECV_WQE_HDR + i * SGE_LEN;
+            put(at + at_sge::ADDR, &sge.addr.to_ne_bytes());
+            put(at + at_sge::LENGTH, &sge.length.to_ne_bytes());
+            put(at + at_sge::LKEY, &sge.lkey.to_ne_bytes());
         }
-        wqe[0..8].copy_from_slice(&wr.wr_id().to_ne_bytes());
-        // The DMA state: total length, what remains of it, then the SGE count.
-        wqe[16..20].copy_from_slice(&length.to_ne_bytes());
-        wqe[20..24].copy_from_slice(&length.to_ne_bytes());
-        wqe[28..32].copy_from_slice(&(n as u32).to_ne_bytes());
+        put(recv::WR_ID, &wr.wr_id().to_ne_bytes());
+        // The DMA state: total length, what remains of it, the SGE count.
+        put(recv::DMA_LENGTH, &length.to_ne_bytes());
+        put(recv::DMA_RESID, &length.to_ne_bytes());
+        put(recv::DMA_NUM_SGE, &(n as u32).to_ne_bytes());
         self.ring
-            .write_slot(producer, &wqe[..RECV_WQE_HDR + n * SGE_LEN as usize]);
+            .write_slot(producer, &wqe[..RECV_WQE_HDR + n * SGE_LEN]);
         self.ring.set_producer(producer.wrapping_add(1));
         Ok(())
     }
@@ -245,7 +247,7 @@ mod tests {
         let mut r = ring(5)?;
         assert!(!r.is_user());
         assert_eq!(r.capacity(), 7);
-        assert_eq!(r.mminfo(), [0; 16]);
+        assert_eq!(r.mminfo(), [0; mminfo::LEN]);
         for id in 0..7 {
             r.push(&wqe(id))?;
         }

@@ -6,12 +6,10 @@
 //! Producers make a [`Completion`] and post it to a CQ (see `cq`).
 
 use crate::ib::{
+    rxe_abi::{wc as at, UVERBS_WC_LEN},
     verbs::{WcFlags, WcOpcode, WcStatus},
     wr::{Wc, WcQp},
 };
-
-/// Bytes of a user completion (`struct ib_uverbs_wc`), which librxe copies out whole.
-pub(crate) const UVERBS_WC_LEN: usize = 48;
 
 /// One completion, as the device produces it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -34,17 +32,17 @@ impl Completion {
     /// The completion as a `struct ib_uverbs_wc`, which librxe copies out whole.
     pub(crate) fn to_uverbs(self) -> [u8; UVERBS_WC_LEN] {
         let mut b = [0u8; UVERBS_WC_LEN];
-        b[0..8].copy_from_slice(&self.wr_id.to_ne_bytes());
-        b[8..12].copy_from_slice(&(self.status as u32).to_ne_bytes());
-        b[12..16].copy_from_slice(&(self.opcode as u32).to_ne_bytes());
-        // vendor_err (16..20) stays 0.
-        b[20..24].copy_from_slice(&self.byte_len.to_ne_bytes());
-        b[24..28].copy_from_slice(&self.ex.to_ne_bytes());
-        b[28..32].copy_from_slice(&self.qp_num.to_ne_bytes());
-        b[32..36].copy_from_slice(&self.src_qp.to_ne_bytes());
-        b[36..40].copy_from_slice(&self.wc_flags.to_user().to_ne_bytes());
-        // pkey_index (40..42), slid (42..44), sl (44) and dlid_path_bits (45) stay 0.
-        b[46] = self.port_num;
+        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
+        put(at::WR_ID, &self.wr_id.to_ne_bytes());
+        put(at::STATUS, &(self.status as u32).to_ne_bytes());
+        put(at::OPCODE, &(self.opcode as u32).to_ne_bytes());
+        put(at::BYTE_LEN, &self.byte_len.to_ne_bytes());
+        put(at::EX, &self.ex.to_ne_bytes());
+        put(at::QP_NUM, &self.qp_num.to_ne_bytes());
+        put(at::SRC_QP, &self.src_qp.to_ne_bytes());
+        put(at::WC_FLAGS, &self.wc_flags.to_user().to_ne_bytes());
+        put(at::PORT_NUM, &[self.port_num]);
+        // vendor_err, pkey_index, slid, sl and dlid_path_bits stay 0.
         b
     }
 

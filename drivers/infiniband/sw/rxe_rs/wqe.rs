@@ -8,56 +8,17 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
-use crate::ib::verbs::{SendFlag, SendFlags, WcStatus, WrOpcode};
+use crate::ib::{
+    rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN},
+    verbs::{SendFlag, SendFlags, WcStatus, WrOpcode},
+};
 use crate::mr::Bind;
 use crate::param;
 
-/// Bytes of a receive WQE before its SGEs (`struct rxe_recv_wqe`).
-pub(crate) const RECV_WQE_HDR: usize = 40;
-/// Bytes of one SGE (`struct rxe_sge`).
-pub(crate) const SGE_LEN: u32 = 16;
-
-/// Bytes of a send WQE before its SGEs or inline data.
-pub(crate) const SEND_WQE_HDR: usize = 208;
 /// The largest send WQE: header plus the larger of the SGE list and the inline data.
 pub(crate) const MAX_SEND_WQE: usize = SEND_WQE_HDR + param::MAX_INLINE_DATA as usize;
 /// The largest receive WQE.
-pub(crate) const MAX_RECV_WQE: usize = RECV_WQE_HDR + (param::MAX_SGE * SGE_LEN) as usize;
-
-/// Where the fields of the work request proper are in a send WQE (`struct
-/// rxe_send_wr`), per operation; the kernel's REG_MR is laid out by this driver.
-pub(crate) mod at {
-    pub(crate) const WR_ID: usize = 0;
-    pub(crate) const OPCODE: usize = 12;
-    pub(crate) const FLAGS: usize = 16;
-    pub(crate) const EX: usize = 20;
-    pub(crate) const REMOTE_ADDR: usize = 24;
-    pub(crate) const RKEY: usize = 32;
-    pub(crate) const COMPARE_ADD: usize = 32;
-    pub(crate) const SWAP: usize = 40;
-    pub(crate) const ATOMIC_RKEY: usize = 48;
-    pub(crate) const REMOTE_QPN: usize = 24;
-    pub(crate) const REMOTE_QKEY: usize = 28;
-    pub(crate) const AH_NUM: usize = 36;
-    pub(crate) const MW_ADDR: usize = 24;
-    pub(crate) const MW_LENGTH: usize = 32;
-    pub(crate) const MW_MR_LKEY: usize = 40;
-    pub(crate) const MW_RKEY: usize = 44;
-    pub(crate) const MW_NEW_RKEY: usize = 48;
-    pub(crate) const MW_ACCESS: usize = 52;
-    pub(crate) const REG_LKEY: usize = 24;
-    pub(crate) const REG_KEY: usize = 32;
-    pub(crate) const REG_ACCESS: usize = 36;
-    pub(crate) const FLUSH_RKEY: usize = 36;
-    pub(crate) const FLUSH_TYPE: usize = 40;
-    pub(crate) const FLUSH_LEVEL: usize = 41;
-    /// An ATOMIC WRITE's 8 bytes, where the SGEs would be.
-    pub(crate) const ATOMIC_WRITE_DATA: usize = super::SEND_WQE_HDR;
-    /// The DMA state: total length, what remains of it, then (at +12) the SGE count.
-    pub(crate) const DMA_LENGTH: usize = 184;
-    pub(crate) const DMA_RESID: usize = 188;
-    pub(crate) const DMA_NUM_SGE: usize = 196;
-}
+pub(crate) const MAX_RECV_WQE: usize = RECV_WQE_HDR + param::MAX_SGE as usize * SGE_LEN;
 
 fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -186,7 +147,7 @@ impl SendWqe {
             // The length is the SGEs' sum, whatever the WQE says it is.
             let mut total = 0u32;
             for i in 0..num_sge as usize {
-                let len = u32_at(b, SEND_WQE_HDR + i * SGE_LEN as usize + 8);
+                let len = u32_at(b, SEND_WQE_HDR + i * SGE_LEN + sge::LENGTH);
                 total = total.checked_add(len).ok_or(Malformed::length(wr_id))?;
             }
             total
@@ -288,15 +249,15 @@ impl SendWqe {
 
     /// The SGEs.
     pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
-        (0..self.num_sge).map(|i| sge_at(&self.bytes, SEND_WQE_HDR + i * SGE_LEN as usize))
+        (0..self.num_sge).map(|i| sge_at(&self.bytes, SEND_WQE_HDR + i * SGE_LEN))
     }
 }
 
 fn sge_at(b: &[u8], at: usize) -> Sge {
     Sge {
-        addr: u64_at(b, at),
-        length: u32_at(b, at + 8),
-        lkey: u32_at(b, at + 12),
+        addr: u64_at(b, at + sge::ADDR),
+        length: u32_at(b, at + sge::LENGTH),
+        lkey: u32_at(b, at + sge::LKEY),
     }
 }
 
@@ -310,8 +271,8 @@ pub(crate) struct RecvWqe {
 impl RecvWqe {
     /// Parses a copied receive WQE of a queue with room for `max_sge` SGEs.
     pub(crate) fn parse(bytes: [u8; MAX_RECV_WQE], max_sge: u32) -> Result<Self, Malformed> {
-        let wr_id = u64_at(&bytes, 0);
-        let num_sge = u32_at(&bytes, 16 + 12);
+        let wr_id = u64_at(&bytes, recv::WR_ID);
+        let num_sge = u32_at(&bytes, recv::DMA_NUM_SGE);
         if num_sge > max_sge || num_sge > param::MAX_SGE {
             return Err(Malformed::length(wr_id));
         }
@@ -333,7 +294,7 @@ impl RecvWqe {
 
     /// The SGEs.
     pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
-        (0..self.num_sge).map(|i| sge_at(&self.bytes, RECV_WQE_HDR + i * SGE_LEN as usize))
+        (0..self.num_sge).map(|i| sge_at(&self.bytes, RECV_WQE_HDR + i * SGE_LEN))
     }
 
     /// The room the SGEs offer, or `None` if their sum overflows.

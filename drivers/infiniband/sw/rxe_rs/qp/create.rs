@@ -7,6 +7,7 @@ use super::odp::{FaultLink, OdpWait};
 use super::req::ReqState;
 use super::resp::RespState;
 use super::{QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
+use crate::ib::rxe_abi::{create_qp_resp, mminfo, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
@@ -18,7 +19,6 @@ use crate::ib::{
 use crate::param::{self, Quota};
 use crate::queue::WqeRing;
 use crate::table::Number;
-use crate::wqe::{RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::RxeRs;
 use kernel::{
     new_spinlock,
@@ -60,21 +60,23 @@ fn rings(
     user: Option<&UserCall<'_, RxeRs>>,
 ) -> Result<(WqeRing, Option<WqeRing>, QpCap)> {
     // A send WQE holds either its SGEs or its inline data: room for the larger.
-    let wqe_room = (init.cap.max_send_sge * SGE_LEN).max(init.cap.max_inline_data);
-    let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room as usize, user)?;
+    // (The capacities were checked against the device's limits: nothing here wraps.)
+    let wqe_room =
+        (init.cap.max_send_sge as usize * SGE_LEN).max(init.cap.max_inline_data as usize);
+    let sq = WqeRing::new(init.cap.max_send_wr, SEND_WQE_HDR + wqe_room, user)?;
     // With an SRQ there is no receive ring (and librxe maps none).
     let rq = match init.srq {
         Some(_) => None,
         None => Some(WqeRing::new(
             init.cap.max_recv_wr,
-            RECV_WQE_HDR + (init.cap.max_recv_sge * SGE_LEN) as usize,
+            RECV_WQE_HDR + init.cap.max_recv_sge as usize * SGE_LEN,
             user,
         )?),
     };
     let cap = QpCap {
         max_send_wr: sq.capacity(),
-        max_send_sge: wqe_room / SGE_LEN,
-        max_inline_data: wqe_room,
+        max_send_sge: u32::try_from(wqe_room / SGE_LEN)?,
+        max_inline_data: u32::try_from(wqe_room)?,
         max_recv_wr: rq.as_ref().map_or(0, WqeRing::capacity),
         max_recv_sge: if rq.is_some() {
             init.cap.max_recv_sge
@@ -86,12 +88,12 @@ fn rings(
 }
 
 /// `struct rxe_create_qp_resp`: where the receive ring is mapped, then the send ring.
-fn ring_resp(sq: &WqeRing, rq: Option<&WqeRing>) -> [u8; 32] {
-    let mut resp = [0u8; 32];
+fn ring_resp(sq: &WqeRing, rq: Option<&WqeRing>) -> [u8; create_qp_resp::LEN] {
+    let mut resp = [0u8; create_qp_resp::LEN];
     if let Some(rq) = rq {
-        resp[..16].copy_from_slice(&rq.mminfo());
+        resp[create_qp_resp::RQ_MI..][..mminfo::LEN].copy_from_slice(&rq.mminfo());
     }
-    resp[16..].copy_from_slice(&sq.mminfo());
+    resp[create_qp_resp::SQ_MI..][..mminfo::LEN].copy_from_slice(&sq.mminfo());
     resp
 }
 

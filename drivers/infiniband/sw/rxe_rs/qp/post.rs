@@ -5,13 +5,14 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
+use crate::ib::rxe_abi::{send as at, sge as at_sge, SEND_WQE_HDR, SGE_LEN};
 use crate::ib::verbs::{SendFlag, WrOpcode};
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
-use crate::wqe::{at, MAX_SEND_WQE, SEND_WQE_HDR, SGE_LEN};
+use crate::wqe::MAX_SEND_WQE;
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
 
@@ -90,10 +91,10 @@ impl RxeQp {
                 wr.read_inline(i, &mut b[end..end + len])?;
                 end += len;
             } else {
-                put64(&mut b, end, sge.addr);
-                put32(&mut b, end + 8, sge.length);
-                put32(&mut b, end + 12, sge.lkey);
-                end += SGE_LEN as usize;
+                put64(&mut b, end + at_sge::ADDR, sge.addr);
+                put32(&mut b, end + at_sge::LENGTH, sge.length);
+                put32(&mut b, end + at_sge::LKEY, sge.lkey);
+                end += SGE_LEN;
             }
         }
         put32(&mut b, at::DMA_LENGTH, length);
