@@ -244,12 +244,7 @@ pub(crate) enum Advice {
 }
 
 /// A scatter/gather element a verb names: `length` bytes at `addr` of the MR `lkey`.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Sge {
-    pub(crate) addr: u64,
-    pub(crate) length: u32,
-    pub(crate) lkey: u32,
-}
+pub(crate) use super::wr::Sge;
 
 /// Device attributes, as `ibv_query_device()` reports them.
 ///

@@ -18,6 +18,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};
+use crate::wqe::put_at;
 use crate::RxeRs;
 use kernel::{alloc::Flags, prelude::*, sync::Arc};
 
@@ -107,7 +108,7 @@ impl RxeAh {
             // `struct rxe_create_ah_resp`, for a provider that left room for it.
             if user.udata.out_len() >= create_ah_resp::LEN {
                 let mut resp = [0u8; create_ah_resp::LEN];
-                resp[create_ah_resp::AH_NUM..][..4].copy_from_slice(&num.to_ne_bytes());
+                put_at(&mut resp, create_ah_resp::AH_NUM, &num.to_ne_bytes());
                 user.udata.respond(&resp)?;
             }
         }

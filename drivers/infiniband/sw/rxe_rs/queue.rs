@@ -13,7 +13,7 @@
 //! is copied out before it is looked at, since librxe's memory is the process's to
 //! scribble on.
 
-use crate::ib::rxe_abi::{mminfo, recv, sge as at_sge, RECV_WQE_HDR, SGE_LEN};
+use crate::ib::rxe_abi::{mminfo, recv, RECV_WQE_HDR, SGE_LEN};
 use crate::ib::{
     cq::UserCall,
     mmap::UserMap,
@@ -21,16 +21,16 @@ use crate::ib::{
     wr::RecvWr,
 };
 use crate::param;
-use crate::wqe::MAX_RECV_WQE;
+use crate::wqe::{put_at, put_sge, MAX_RECV_WQE};
 use crate::RxeRs;
 use kernel::prelude::*;
 
 /// librxe's `struct mminfo` for a ring offered to it: where to map it and how much.
 pub(crate) fn mminfo(map: &UserMap) -> [u8; mminfo::LEN] {
     let mut b = [0u8; mminfo::LEN];
-    b[mminfo::OFFSET..][..8].copy_from_slice(&map.offset().to_ne_bytes());
+    put_at(&mut b, mminfo::OFFSET, &map.offset().to_ne_bytes());
     // A ring is at most `queue::MAX_QUEUE_BYTES` long, so the length fits.
-    b[mminfo::SIZE..][..4].copy_from_slice(&(map.len() as u32).to_ne_bytes());
+    put_at(&mut b, mminfo::SIZE, &(map.len() as u32).to_ne_bytes());
     b
 }
 
@@ -148,21 +148,17 @@ impl WqeRing {
             return Err(ENOMEM);
         }
         let mut wqe = [0u8; MAX_RECV_WQE];
-        let mut put = |at: usize, v: &[u8]| wqe[at..at + v.len()].copy_from_slice(v);
         let mut length = 0u32;
         for i in 0..n {
             let sge = wr.sge(i);
             length = length.checked_add(sge.length).ok_or(EINVAL)?;
-            let at = RECV_WQE_HDR + i * SGE_LEN;
-            put(at + at_sge::ADDR, &sge.addr.to_ne_bytes());
-            put(at + at_sge::LENGTH, &sge.length.to_ne_bytes());
-            put(at + at_sge::LKEY, &sge.lkey.to_ne_bytes());
+            put_sge(&mut wqe, RECV_WQE_HDR + i * SGE_LEN, &sge);
         }
-        put(recv::WR_ID, &wr.wr_id().to_ne_bytes());
+        put_at(&mut wqe, recv::WR_ID, &wr.wr_id().to_ne_bytes());
         // The DMA state: total length, what remains of it, the SGE count.
-        put(recv::DMA_LENGTH, &length.to_ne_bytes());
-        put(recv::DMA_RESID, &length.to_ne_bytes());
-        put(recv::DMA_NUM_SGE, &(n as u32).to_ne_bytes());
+        put_at(&mut wqe, recv::DMA_LENGTH, &length.to_ne_bytes());
+        put_at(&mut wqe, recv::DMA_RESID, &length.to_ne_bytes());
+        put_at(&mut wqe, recv::DMA_NUM_SGE, &(n as u32).to_ne_bytes());
         self.ring
             .write_slot(producer, &wqe[..RECV_WQE_HDR + n * SGE_LEN]);
         self.ring.set_producer(producer.wrapping_add(1));

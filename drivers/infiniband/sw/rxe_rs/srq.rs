@@ -13,7 +13,7 @@
 //! not into the response. The posted receives move to the start of the new ring; librxe
 //! holds its own lock across the resize, so it posts nothing meanwhile.
 
-use crate::ib::rxe_abi::{create_srq_resp, mminfo, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN};
+use crate::ib::rxe_abi::{create_srq_resp, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
@@ -24,7 +24,7 @@ use crate::ib::{
 };
 use crate::param::{self, Charge, Quota};
 use crate::queue::WqeRing;
-use crate::wqe::{Malformed, RecvWqe, MAX_RECV_WQE};
+use crate::wqe::{put_at, u64_at, Malformed, RecvWqe, MAX_RECV_WQE};
 use crate::RxeRs;
 use kernel::{
     prelude::*,
@@ -129,8 +129,8 @@ impl RxeSrq {
         if let Some(user) = user {
             // `struct rxe_create_srq_resp`: the ring, the SRQ number, a reserved word.
             let mut resp = [0u8; create_srq_resp::LEN];
-            resp[create_srq_resp::MI..][..mminfo::LEN].copy_from_slice(&ring.mminfo());
-            resp[create_srq_resp::SRQ_NUM..][..4].copy_from_slice(&srq_num.to_ne_bytes());
+            put_at(&mut resp, create_srq_resp::MI, &ring.mminfo());
+            put_at(&mut resp, create_srq_resp::SRQ_NUM, &srq_num.to_ne_bytes());
             user.udata.respond(&resp)?;
         }
         let out = SrqAttr {
@@ -189,8 +189,7 @@ impl RxeSrq {
                 // `struct mminfo`.
                 let mut cmd = [0u8; modify_srq_cmd::LEN];
                 user.udata.copy_in(&mut cmd, modify_srq_cmd::LEN)?;
-                let at = modify_srq_cmd::MMAP_INFO_ADDR;
-                let addr = u64::from_ne_bytes(cmd[at..][..8].try_into().map_err(|_| EINVAL)?);
+                let addr = u64_at(&cmd, modify_srq_cmd::MMAP_INFO_ADDR);
                 let addr = usize::try_from(addr).map_err(|_| EFAULT)?;
                 let info = new.mminfo();
                 UserSlice::new(UserPtr::from_addr(addr), info.len())

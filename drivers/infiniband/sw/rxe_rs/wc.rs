@@ -10,6 +10,7 @@ use crate::ib::{
     verbs::{WcFlags, WcOpcode, WcStatus},
     wr::{Wc, WcQp},
 };
+use crate::wqe::put_at;
 
 /// One completion, as the device produces it.
 #[derive(Clone, Copy, Debug, Default)]
@@ -32,16 +33,15 @@ impl Completion {
     /// The completion as a `struct ib_uverbs_wc`, which librxe copies out whole.
     pub(crate) fn to_uverbs(self) -> [u8; UVERBS_WC_LEN] {
         let mut b = [0u8; UVERBS_WC_LEN];
-        let mut put = |at: usize, v: &[u8]| b[at..at + v.len()].copy_from_slice(v);
-        put(at::WR_ID, &self.wr_id.to_ne_bytes());
-        put(at::STATUS, &(self.status as u32).to_ne_bytes());
-        put(at::OPCODE, &(self.opcode as u32).to_ne_bytes());
-        put(at::BYTE_LEN, &self.byte_len.to_ne_bytes());
-        put(at::EX, &self.ex.to_ne_bytes());
-        put(at::QP_NUM, &self.qp_num.to_ne_bytes());
-        put(at::SRC_QP, &self.src_qp.to_ne_bytes());
-        put(at::WC_FLAGS, &self.wc_flags.to_user().to_ne_bytes());
-        put(at::PORT_NUM, &[self.port_num]);
+        put_at(&mut b, at::WR_ID, &self.wr_id.to_ne_bytes());
+        put_at(&mut b, at::STATUS, &(self.status as u32).to_ne_bytes());
+        put_at(&mut b, at::OPCODE, &(self.opcode as u32).to_ne_bytes());
+        put_at(&mut b, at::BYTE_LEN, &self.byte_len.to_ne_bytes());
+        put_at(&mut b, at::EX, &self.ex.to_ne_bytes());
+        put_at(&mut b, at::QP_NUM, &self.qp_num.to_ne_bytes());
+        put_at(&mut b, at::SRC_QP, &self.src_qp.to_ne_bytes());
+        put_at(&mut b, at::WC_FLAGS, &self.wc_flags.to_user().to_ne_bytes());
+        put_at(&mut b, at::PORT_NUM, &[self.port_num]);
         // vendor_err, pkey_index, slid, sl and dlid_path_bits stay 0.
         b
     }

@@ -8,6 +8,7 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
+pub(crate) use crate::ib::wr::Sge;
 use crate::ib::{
     rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN},
     verbs::{SendFlag, SendFlags, WcStatus, WrOpcode},
@@ -24,16 +25,14 @@ fn u32_at(b: &[u8], at: usize) -> u32 {
     u32::from_ne_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
-fn u64_at(b: &[u8], at: usize) -> u64 {
+/// The `u64` at byte `at` of a copied slot or command.
+pub(crate) fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from(u32_at(b, at)) | (u64::from(u32_at(b, at + 4)) << 32)
 }
 
-/// One scatter/gather element.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct Sge {
-    pub(crate) addr: u64,
-    pub(crate) length: u32,
-    pub(crate) lkey: u32,
+/// Writes `bytes` at byte `at` of a slot being built (a WQE or a completion).
+pub(crate) fn put_at(b: &mut [u8], at: usize, bytes: &[u8]) {
+    b[at..at + bytes.len()].copy_from_slice(bytes);
 }
 
 /// Walks the buffers `sges` describe, as one message: calls `f` with the local key and
@@ -259,6 +258,13 @@ fn sge_at(b: &[u8], at: usize) -> Sge {
         length: u32_at(b, at + sge::LENGTH),
         lkey: u32_at(b, at + sge::LKEY),
     }
+}
+
+/// Writes `s` at byte `at` of a WQE being built, as [`sge_at`] reads it.
+pub(crate) fn put_sge(b: &mut [u8], at: usize, s: &Sge) {
+    put_at(b, at + sge::ADDR, &s.addr.to_ne_bytes());
+    put_at(b, at + sge::LENGTH, &s.length.to_ne_bytes());
+    put_at(b, at + sge::LKEY, &s.lkey.to_ne_bytes());
 }
 
 /// A receive WQE, copied and checked.

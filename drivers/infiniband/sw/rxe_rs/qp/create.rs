@@ -7,7 +7,7 @@ use super::odp::{FaultLink, OdpWait};
 use super::req::ReqState;
 use super::resp::RespState;
 use super::{QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
-use crate::ib::rxe_abi::{create_qp_resp, mminfo, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
+use crate::ib::rxe_abi::{create_qp_resp, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
@@ -19,6 +19,7 @@ use crate::ib::{
 use crate::param::{self, Quota};
 use crate::queue::WqeRing;
 use crate::table::Number;
+use crate::wqe::put_at;
 use crate::RxeRs;
 use kernel::{
     new_spinlock,
@@ -91,9 +92,9 @@ fn rings(
 fn ring_resp(sq: &WqeRing, rq: Option<&WqeRing>) -> [u8; create_qp_resp::LEN] {
     let mut resp = [0u8; create_qp_resp::LEN];
     if let Some(rq) = rq {
-        resp[create_qp_resp::RQ_MI..][..mminfo::LEN].copy_from_slice(&rq.mminfo());
+        put_at(&mut resp, create_qp_resp::RQ_MI, &rq.mminfo());
     }
-    resp[create_qp_resp::SQ_MI..][..mminfo::LEN].copy_from_slice(&sq.mminfo());
+    put_at(&mut resp, create_qp_resp::SQ_MI, &sq.mminfo());
     resp
 }
 

@@ -5,14 +5,14 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
-use crate::ib::rxe_abi::{send as at, sge as at_sge, SEND_WQE_HDR, SGE_LEN};
+use crate::ib::rxe_abi::{send as at, SEND_WQE_HDR, SGE_LEN};
 use crate::ib::verbs::{SendFlag, WrOpcode};
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
     wr::{RecvWr, SendWr},
 };
-use crate::wqe::MAX_SEND_WQE;
+use crate::wqe::{put_at, put_sge, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
 
@@ -38,16 +38,12 @@ impl RxeQp {
                 if shared.qp_type == QpType::Rc => {}
             _ => return Err(eopnotsupp()),
         }
-        let put32 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u32| {
-            b[i..i + 4].copy_from_slice(&v.to_ne_bytes())
-        };
-        let put64 = |b: &mut [u8; MAX_SEND_WQE], i: usize, v: u64| {
-            b[i..i + 8].copy_from_slice(&v.to_ne_bytes())
-        };
+        let put32 = |b: &mut [u8; MAX_SEND_WQE], at: usize, v: u32| put_at(b, at, &v.to_ne_bytes());
+        let put64 = |b: &mut [u8; MAX_SEND_WQE], at: usize, v: u64| put_at(b, at, &v.to_ne_bytes());
         put64(&mut b, at::WR_ID, wr.wr_id());
         put32(&mut b, at::OPCODE, opcode as u32);
         put32(&mut b, at::FLAGS, flags.into());
-        b[at::EX..at::EX + 4].copy_from_slice(&wr.ex());
+        put_at(&mut b, at::EX, &wr.ex());
         if let Some(ud) = wr.ud::<RxeRs>() {
             put32(&mut b, at::REMOTE_QPN, ud.remote_qpn);
             put32(&mut b, at::REMOTE_QKEY, ud.remote_qkey);
@@ -91,9 +87,7 @@ impl RxeQp {
                 wr.read_inline(i, &mut b[end..end + len])?;
                 end += len;
             } else {
-                put64(&mut b, end + at_sge::ADDR, sge.addr);
-                put32(&mut b, end + at_sge::LENGTH, sge.length);
-                put32(&mut b, end + at_sge::LKEY, sge.lkey);
+                put_sge(&mut b, end, &sge);
                 end += SGE_LEN;
             }
         }
