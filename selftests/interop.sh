@@ -5,10 +5,17 @@
 # in each, one side serves and the other is the client, which retries until the server
 # listens. TAP on stdout.
 #
-#   ROLE=a|b DRIVER=rxe|rxe_rs ME=ADDR PEER=ADDR sh interop.sh
-ROLE=${ROLE:?} DRIVER=${DRIVER:?} ME=${ME:?} PEER=${PEER:?}
+#   ROLE=a|b DRIVER=rxe|rxe_rs ME=ADDR PEER=ADDR [ONLY=REGEX] sh interop.sh
+#
+# ONLY (an extended regular expression) runs only the tests whose names match it, and
+# kernel_log_clean (tools/interop.sh reruns failed tests so). A failed test prints what
+# it printed, the device's counters that moved during it, and, if a side was still
+# running at its bound, where its tasks waited and the device's QPs; the frames of its
+# time go to /mnt/host/NAME.pcap.
+ROLE=${ROLE:?} DRIVER=${DRIVER:?} ME=${ME:?} PEER=${PEER:?} ONLY=${ONLY:-.}
 DEV=idev
 n=0
+: > /tmp/failed
 
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel rdma_cm rdma_ucm
 case $DRIVER in
@@ -36,13 +43,45 @@ if ! python3 /mnt/host/peer_up.py "$PEER" 600; then
 	exit 1
 fi
 
-# serve CMD: the server side of a test, bounded.
-serve() { timeout 60 "$@"; }
+# wanted NAME: whether the test NAME runs in this run.
+wanted() { echo "$1" | grep -Eq "$ONLY"; }
+counters() {
+	for f in /sys/class/infiniband/$DEV/ports/1/hw_counters/*; do
+		echo "${f##*/} $(cat "$f")"
+	done
+}
+# bounded SECS CMD...: CMD with line-buffered output, stopped after SECS seconds. One
+# still running then is hung: where its tasks wait in the kernel and the device's QPs
+# are printed before it is killed (status 124, as timeout(1)).
+bounded() {
+	secs=$1
+	shift
+	stdbuf -oL -eL "$@" &
+	pid=$!
+	ticks=$((secs * 5))
+	while [ $ticks -gt 0 ] && kill -0 $pid 2>/dev/null; do
+		sleep 0.2
+		ticks=$((ticks - 1))
+	done
+	kill -0 $pid 2>/dev/null || { wait $pid; return; }
+	echo "still running after $secs s:"
+	for p in $pid $(pgrep -P $pid); do
+		for task in /proc/$p/task/*; do
+			echo "task ${task##*/} ($(cat "$task/comm")): $(grep '^State' "$task/status"), waits in $(cat "$task/wchan")"
+			sed 's/^/  /' "$task/stack" 2>/dev/null
+		done
+	done
+	rdma resource show qp
+	pkill -KILL -P $pid
+	kill -KILL $pid
+	wait $pid
+	return 124
+}
 # client CMD: retries while the server is not up yet (bounded: about 60 s).
 client() {
 	i=0
 	while [ $i -lt 30 ]; do
-		timeout 60 "$@" && return 0
+		bounded 60 "$@" && return 0
 		i=$((i + 1))
 		sleep 2
 	done
@@ -50,19 +89,31 @@ client() {
 }
 # t NAME SERVER_ROLE SERVER_CMD CLIENT_CMD: the test NAME, served by SERVER_ROLE.
 t() {
+	wanted "$1" || return 0
 	n=$((n + 1))
+	counters > /tmp/counters.before
+	start=$(date +%s.%N)
 	if [ "$ROLE" = "$2" ]; then
-		serve sh -c "$3" > /tmp/out 2>&1
+		bounded 60 sh -c "$3" > /tmp/out 2>&1
 	else
 		sleep 1
 		client sh -c "$4" > /tmp/out 2>&1
 	fi
 	rc=$?
-	if [ $rc = 0 ]; then echo "ok $n $1"; else echo "not ok $n $1"; sed 's/^/#   /' /tmp/out | tail -n 15; fi
+	if [ $rc = 0 ]; then echo "ok $n $1"; return; fi
+	echo "not ok $n $1"
+	sed 's/^/#   /' /tmp/out | tail -n 40
+	echo "#   counters that moved:"
+	counters | awk 'NR == FNR { was[$1] = $2; next }
+		$2 != was[$1] { printf "#     %s %d\n", $1, $2 - was[$1] }' /tmp/counters.before -
+	echo "$1 $start $(date +%s.%N)" >> /tmp/failed
 }
-pp() { echo "$1 -d $DEV -g $gid -n 20 -c $2"; }
-pf() { echo "$1 -d $DEV -x $gid -F -n 200 $2"; }
-rp() { echo "rping $1 -a $2 -v -V -C 5"; }
+# The commands of the next test; each test has its own TCP port, so that a client still
+# retrying after its server gave up cannot meet the next test's server.
+port() { echo $((18700 + n)); }
+pp() { echo "$1 -d $DEV -g $gid -n 20 -c -p $(port) $2"; }
+pf() { echo "$1 -d $DEV -x $gid -F -n 200 -p $(port) $2"; }
+rp() { echo "rping $1 -a $2 -v -V -C 5 -p $(port)"; }
 
 tcpdump -i eth1 -U -w /tmp/roce.pcap udp port 4791 > /dev/null 2>&1 &
 dump=$!
@@ -75,6 +126,10 @@ for s in a b; do
 	t "rping_served_by_$s" $s "$(rp -s "$ME")" "$(rp -c "$PEER")"
 done
 kill $dump; wait $dump 2>/dev/null
+# The frames of each failed test's time, for the host to keep.
+while read -r name from to; do
+	editcap -A "$from" -B "$to" /tmp/roce.pcap "/mnt/host/$name.pcap" 2>/dev/null
+done < /tmp/failed
 # One RDMA READ of READ_BIG bytes (256 MiB), served by rxe_rs (b) to C rxe (after the
 # capture: it is 262,144 responses): the responder sends it within its budget per run,
 # the data arrives intact and the reader's doorbell returns at once (selftests/read_big.c).
@@ -82,6 +137,7 @@ kill $dump; wait $dump 2>/dev/null
 # "transport retry counter exceeded" over this lossy link (Documentation: open findings).
 big=${READ_BIG:-268435456}
 for s in ${READ_BIG_SERVERS:-b}; do
+	wanted "read_${big}_bytes_served_by_$s" || continue
 	n=$((n + 1))
 	if [ "$ROLE" = "$s" ]; then
 		timeout -k 10 1320 /mnt/host/bin/read_big serve $DEV "$gid" 18600 "$big" > /tmp/out 2>&1
@@ -94,18 +150,20 @@ for s in ${READ_BIG_SERVERS:-b}; do
 done
 # Every captured frame decodes as RoCE v2 (tshark's InfiniBand dissector on port 4791),
 # and every ICRC, both sides' frames, checks out (selftests/pcap_icrc.py).
-n=$((n + 1))
-tshark -r /tmp/roce.pcap -d udp.port==4791,infiniband -T fields -e infiniband.bth.opcode \
-	-e _ws.malformed > /tmp/frames 2>/tmp/tshark.err
-total=$(wc -l < /tmp/frames)
-decoded=$(awk -F '\t' '$1 != "" && $2 == ""' /tmp/frames | wc -l)
-echo "# tshark: $total frames captured on $DRIVER's side, $decoded decoded as InfiniBand BTH"
-if [ "$total" -gt 0 ] && [ "$decoded" = "$total" ]; then echo "ok $n capture_decodes_as_roce_v2"; else
-	echo "not ok $n capture_decodes_as_roce_v2"; head -n 5 /tmp/frames /tmp/tshark.err | sed 's/^/#   /'; fi
-n=$((n + 1))
-if python3 /mnt/host/pcap_icrc.py /tmp/roce.pcap > /tmp/icrc 2>&1; then r=ok; else r="not ok"; fi
-sed 's/^/# /' /tmp/icrc
-echo "$r $n capture_icrc_good_both_directions"
+if wanted capture_decodes_as_roce_v2 || wanted capture_icrc_good_both_directions; then
+	n=$((n + 1))
+	tshark -r /tmp/roce.pcap -d udp.port==4791,infiniband -T fields -e infiniband.bth.opcode \
+		-e _ws.malformed > /tmp/frames 2>/tmp/tshark.err
+	total=$(wc -l < /tmp/frames)
+	decoded=$(awk -F '\t' '$1 != "" && $2 == ""' /tmp/frames | wc -l)
+	echo "# tshark: $total frames captured on $DRIVER's side, $decoded decoded as InfiniBand BTH"
+	if [ "$total" -gt 0 ] && [ "$decoded" = "$total" ]; then echo "ok $n capture_decodes_as_roce_v2"; else
+		echo "not ok $n capture_decodes_as_roce_v2"; head -n 5 /tmp/frames /tmp/tshark.err | sed 's/^/#   /'; fi
+	n=$((n + 1))
+	if python3 /mnt/host/pcap_icrc.py /tmp/roce.pcap > /tmp/icrc 2>&1; then r=ok; else r="not ok"; fi
+	sed 's/^/# /' /tmp/icrc
+	echo "$r $n capture_icrc_good_both_directions"
+fi
 # Nothing of the above made the kernel complain: no BUG, WARNING, soft lockup, RCU stall
 # or hung task.
 n=$((n + 1))
