@@ -14,94 +14,85 @@ use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
+    object::{Kind, Object, RawObject},
     pd::PdId,
     qp::AddressVector,
 };
-use core::ptr;
-use kernel::{prelude::*, types::Opaque};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int, prelude::*};
+
+/// The kind of an address handle.
+pub(crate) enum AhKind {}
+
+impl<T: Driver> Kind<T> for AhKind {
+    type Raw = bindings::ib_ah;
+    type Events = ();
+    type Data = T::Ah;
+}
 
 /// An address handle of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised between a successful create and `destroy_ah`; `ib.device` is a
-/// `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Ah<T: Driver> {
-    ib: Opaque<bindings::ib_ah>,
-    data: T::Ah,
+pub(crate) type Ah<T> = Object<T, AhKind>;
+
+/// Fills in the AH verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_ah = size_of::<Ah<T>>();
+    ops.create_ah = Some(create_ah::<T>);
+    ops.create_user_ah = Some(create_ah::<T>);
+    ops.query_ah = Some(query_ah::<T>);
+    ops.destroy_ah = Some(destroy_ah::<T>);
 }
 
-impl<T: Driver> core::ops::Deref for Ah<T> {
-    type Target = T::Ah;
-
-    fn deref(&self) -> &T::Ah {
-        &self.data
-    }
-}
-
-impl<T: Driver> Ah<T> {
-    /// Creates the driver's part of a new AH.
-    ///
-    /// # Safety
-    ///
-    /// `ah` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>`; `init` valid for the call, its GID attribute too; `udata` null for
-    /// a kernel consumer, else the driver udata of the uverbs call.
-    pub(super) unsafe fn create(
-        ah: *mut bindings::ib_ah,
-        init: *mut bindings::rdma_ah_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
-        // SAFETY: Per the caller.
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn create_ah<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    init: *mut bindings::rdma_ah_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core allocated `ah` with `size_ib_ah` bytes for our device, with its
+        // device and PD set; `init` (with its GID attribute) is valid for the call.
         let (ib, a) = unsafe { (&*ah, &*init) };
         if a.ah_attr.is_null() {
             return Err(EINVAL);
         }
-        // SAFETY: ib_core set the device before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw(ib.device) };
+        // SAFETY: As above.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_ah::device(ah)) };
         // SAFETY: The attribute and its GID attribute are valid for the call.
         let av = unsafe { AddressVector::from_raw(&*a.ah_attr) };
         let sleepable = a.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;
-        // SAFETY: Per the caller.
+        // SAFETY: `udata` is null for a kernel consumer, else the driver udata of the
+        // uverbs call.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        // ib_core set the PD before calling the driver; it lives as long as the AH.
+        // The PD lives as long as the AH.
         let pd = PdId::of(ib.pd);
         let data = T::create_ah(dev, pd, &av, sleepable || user.is_some(), user.as_ref())?;
-        let this = ah.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `data` is not initialised yet.
-        unsafe { ptr::addr_of_mut!((*this).data).write(data) };
-        Ok(())
-    }
-
-    /// Drops the driver's part of an AH that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `ah` must have been created by [`Self::create`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(ah: *mut bindings::ib_ah) {
-        let this = ah.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
-    }
-
-    /// Borrows a live AH.
-    ///
-    /// # Safety
-    ///
-    /// `ah` must have been created by [`Self::create`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ah: *mut bindings::ib_ah) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*ah.cast::<Self>() }
-    }
+        // SAFETY: Nothing of the block is initialised yet.
+        unsafe { Ah::<T>::init(ah, (), Ok(data))? };
+        Ok(0)
+    })
 }
 
-/// Writes a query's answer.
-///
 /// # Safety
 ///
-/// `attr` must be valid for writes for the call.
-pub(super) unsafe fn write_av(av: &AddressVector, attr: *mut bindings::rdma_ah_attr) {
-    // SAFETY: Per the caller.
-    av.write_to(unsafe { &mut *attr })
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn query_ah<T: Driver>(
+    ah: *mut bindings::ib_ah,
+    attr: *mut bindings::rdma_ah_attr,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live AH of our device.
+    let ah = unsafe { Ah::<T>::from_raw(ah) };
+    // SAFETY: `attr` is valid for writes for the call.
+    T::query_ah(ah).write_to(unsafe { &mut *attr });
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn destroy_ah<T: Driver>(ah: *mut bindings::ib_ah, _flags: u32) -> c_int {
+    // SAFETY: ib_core calls this once, on a live AH of our device.
+    unsafe { Ah::<T>::drop_in_place(ah) };
+    0
 }

@@ -22,16 +22,13 @@
 use super::{
     bindings,
     device::{Device, Driver},
+    object::{Events, Kind, Object, RawObject},
     ucontext::Ucontext,
     udata::Udata,
+    wr::WcOut,
 };
-use core::ptr;
-use kernel::{
-    new_mutex,
-    prelude::*,
-    sync::{Arc, Mutex},
-    types::Opaque,
-};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
 /// What a CQ is created with.
 #[derive(Clone, Copy, Debug)]
@@ -79,113 +76,55 @@ pub(crate) enum Notify {
     Solicited,
 }
 
-/// The consumer's callbacks of one CQ: its completion handler and its event handler.
-///
-/// The driver keeps this (in an [`Arc`]) wherever completions are produced; the calls
-/// work until the CQ is destroyed and do nothing afterwards, and `destroy_cq` waits for a
-/// call in progress. Calls sleep: make them from a workqueue, never from the call chain
-/// of a verb (the consumer may call verbs from its handler).
-#[pin_data]
-pub(crate) struct CqEvents {
-    /// The CQ while it exists.
-    #[pin]
-    cq: Mutex<Option<RawCq>>,
-}
+/// The consumer's callbacks of one CQ: its completion handler and its event handler
+/// ([`Events`]).
+pub(crate) type CqEvents = Events<bindings::ib_cq>;
 
-/// A CQ that ib_core has not freed yet.
-///
-/// # Invariants
-///
-/// Points to a live `ib_cq`; only held inside [`CqEvents`] until the CQ's destroy.
-struct RawCq(*mut bindings::ib_cq);
+/// The kind of a completion queue.
+pub(crate) enum CqKind {}
 
-// SAFETY: The pointer is only used under the `CqEvents` lock, from any thread.
-unsafe impl Send for RawCq {}
-
-impl CqEvents {
-    fn new(cq: *mut bindings::ib_cq) -> Result<Arc<Self>> {
-        // INVARIANT: `cq` is being created and lives until destroy revokes it.
-        Arc::pin_init(
-            pin_init!(Self {
-                cq <- new_mutex!(Some(RawCq(cq))),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Tells the consumer that the CQ has new completions (its completion handler).
-    pub(crate) fn completion(&self) {
-        let guard = self.cq.lock();
-        if let Some(RawCq(cq)) = *guard {
-            // SAFETY: By the `RawCq` invariant the CQ is live while we hold the lock;
-            // ib_core set the handler and its context before the CQ was created.
-            unsafe {
-                if let Some(handler) = (*cq).comp_handler {
-                    handler(cq, (*cq).cq_context);
-                }
-            }
-        }
-    }
-
-    /// Tells the consumer that a completion was lost for want of room (`IB_EVENT_CQ_ERR`).
-    pub(crate) fn overflow(&self) {
-        let guard = self.cq.lock();
-        if let Some(RawCq(cq)) = *guard {
-            // SAFETY: As in `completion`; the event only lives for the call.
-            unsafe {
-                if let Some(handler) = (*cq).event_handler {
-                    let mut ev: bindings::ib_event = pin_init::zeroed();
-                    ev.device = (*cq).device;
-                    ev.element.cq = cq;
-                    ev.event = bindings::ib_event_type_IB_EVENT_CQ_ERR;
-                    handler(&mut ev, (*cq).cq_context);
-                }
-            }
-        }
-    }
-
-    /// Stops all further calls, waiting for one in progress.
-    fn revoke(&self) {
-        *self.cq.lock() = None;
-    }
+impl<T: Driver> Kind<T> for CqKind {
+    type Raw = bindings::ib_cq;
+    type Events = Arc<CqEvents>;
+    type Data = T::Cq;
 }
 
 /// A completion queue of driver `T`.
-///
-/// # Invariants
-///
-/// `events` and `data` are initialised between a successful create and `destroy_cq`;
-/// `ib.device` is a `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Cq<T: Driver> {
-    ib: Opaque<bindings::ib_cq>,
-    events: Arc<CqEvents>,
-    data: T::Cq,
-}
+pub(crate) type Cq<T> = Object<T, CqKind>;
 
-impl<T: Driver> core::ops::Deref for Cq<T> {
-    type Target = T::Cq;
-
-    fn deref(&self) -> &T::Cq {
-        &self.data
+impl<T: Driver> Cq<T> {
+    /// Records the number of completions the CQ holds after a resize.
+    fn set_cqe(&self, cqe: u32) {
+        // SAFETY: `cqe` is a plain field, written only from create and resize, which
+        // uverbs serialises against each other.
+        unsafe { (*self.as_raw()).cqe = cqe as i32 };
     }
 }
 
-impl<T: Driver> Cq<T> {
-    /// Creates the driver's part of a new CQ.
-    ///
-    /// # Safety
-    ///
-    /// `cq` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>` (device and handlers set); `attr` must be valid for the call; `user`
-    /// must be null for a kernel consumer, else the call's bundle.
-    pub(super) unsafe fn create(
-        cq: *mut bindings::ib_cq,
-        attr: *const bindings::ib_cq_init_attr,
-        user: *mut bindings::uverbs_attr_bundle,
-    ) -> Result {
+/// Fills in the CQ verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_cq = size_of::<Cq<T>>();
+    ops.create_cq = Some(create_cq::<T>);
+    ops.create_user_cq = Some(create_cq::<T>);
+    ops.destroy_cq = Some(destroy_cq::<T>);
+    ops.resize_user_cq = Some(resize_user_cq::<T>);
+    ops.req_notify_cq = Some(req_notify_cq::<T>);
+    ops.poll_cq = Some(poll_cq::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback
+/// documents: `cq` a zeroed block of `size_ib_cq` bytes for our device (device and
+/// handlers set), `user` null for a kernel consumer, else the call's bundle.
+unsafe extern "C" fn create_cq<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    attr: *const bindings::ib_cq_init_attr,
+    user: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
         // SAFETY: ib_core set `device` before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw((*cq).device) };
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_cq::device(cq)) };
         // SAFETY: `attr` is valid for the call.
         let a = unsafe { &*attr };
         let init = CqInit {
@@ -207,47 +146,77 @@ impl<T: Driver> Cq<T> {
             };
             T::create_cq(dev, &init, Some(&call), &events)?
         };
-        let this = cq.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `events` and `data` are not initialised
-        // yet. `cqe` is a plain field ib_core reads after we return.
-        unsafe {
-            ptr::addr_of_mut!((*this).events).write(events);
-            ptr::addr_of_mut!((*this).data).write(data);
-            (*cq).cqe = cqe as i32;
-        }
-        Ok(())
-    }
+        // SAFETY: Nothing of the block is initialised yet.
+        unsafe { Cq::<T>::init(cq, events, Ok(data))? };
+        // SAFETY: `cqe` is a plain field that ib_core reads after we return.
+        unsafe { (*cq).cqe = cqe as i32 };
+        Ok(0)
+    })
+}
 
-    /// Drops the driver's part of a CQ that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `cq` must have been created by [`Self::create`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(cq: *mut bindings::ib_cq) {
-        let this = cq.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller. No callback runs once
-        // `revoke` returns, so the block can go as soon as we return.
-        unsafe {
-            (*this).events.revoke();
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).data));
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).events));
-        }
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn destroy_cq<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core calls this once, on a CQ whose create succeeded and that no QP or
+    // SRQ uses any more (it checked `usecnt`).
+    unsafe { Cq::<T>::drop_in_place(cq) };
+    0
+}
 
-    /// Borrows a live CQ.
-    ///
-    /// # Safety
-    ///
-    /// `cq` must have been created by [`Self::create`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(cq: *mut bindings::ib_cq) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*cq.cast::<Self>() }
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn resize_user_cq<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    cqe: u32,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core calls this on a live CQ of our device.
+        let cq = unsafe { Cq::<T>::from_raw(cq) };
+        // SAFETY: `udata` is null or valid for the call, and then part of a bundle whose
+        // context is one of our device's.
+        let user = unsafe { UserCall::from_udata(udata) };
+        let n = T::resize_cq(cq, cqe, user.as_ref())?;
+        cq.set_cqe(n);
+        Ok(0)
+    })
+}
 
-    /// Records the number of completions the CQ holds after a resize.
-    pub(super) fn set_cqe(&self, cqe: u32) {
-        // SAFETY: `cqe` is a plain field, written only from create and resize, which
-        // uverbs serialises against each other.
-        unsafe { (*self.ib.get()).cqe = cqe as i32 };
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn req_notify_cq<T: Driver>(cq: *mut bindings::ib_cq, flags: u32) -> c_int {
+    // SAFETY: ib_core calls this on a live CQ of our device.
+    let cq = unsafe { Cq::<T>::from_raw(cq) };
+    let how = if flags & bindings::ib_cq_notify_flags_IB_CQ_SOLICITED_MASK
+        == bindings::ib_cq_notify_flags_IB_CQ_SOLICITED
+    {
+        Notify::Solicited
+    } else {
+        Notify::NextComp
+    };
+    let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
+    c_int::from(T::req_notify_cq(cq, how, report))
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn poll_cq<T: Driver>(
+    cq: *mut bindings::ib_cq,
+    n: c_int,
+    wc: *mut bindings::ib_wc,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live CQ of our device.
+    let cq = unsafe { Cq::<T>::from_raw(cq) };
+    // SAFETY: The consumer's array has room for `n` completions.
+    let mut out = unsafe { WcOut::new(wc, usize::try_from(n).unwrap_or(0)) };
+    T::poll_cq(cq, &mut out);
+    // At most `n` were written, so this fits.
+    out.filled() as c_int
 }

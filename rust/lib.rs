@@ -29,7 +29,10 @@
 //! In every case where ib_core allocates, the C struct is the first field of a `repr(C)`
 //! container and the driver's data is pin-initialised in place behind it; the data is
 //! dropped in place when ib_core says the object is gone, and the memory is never freed
-//! here. Callbacks run in process context unless their documentation says otherwise.
+//! here. The verbs objects (all rows from `Ucontext` to `Mr`) are one generic container,
+//! [`object::Object`], of one kind each; each object's file has its trampolines and
+//! fills in its part of the ops table. Callbacks run in process context unless their
+//! documentation says otherwise.
 //!
 //! This file is loaded with `#[path]`, so the modules below resolve next to it.
 
@@ -43,6 +46,7 @@ pub(crate) mod mmap;
 pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod netdev;
+pub(crate) mod object;
 pub(crate) mod odp;
 pub(crate) mod pd;
 pub(crate) mod qp;

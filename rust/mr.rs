@@ -19,16 +19,19 @@
 use super::sync::{new_spinlock_irq, SpinLockIrq};
 use super::{
     bindings,
-    device::{Device, Driver},
+    cq::UserCall,
+    device::{eopnotsupp, Advice, Device, Driver},
+    object::{Kind, Object, RawObject},
+    pd::PdId,
+    wr::Sge,
 };
 use core::ptr::NonNull;
 use kernel::ffi::{c_int, c_uint};
 use kernel::{
-    error::from_err_ptr,
+    error::{from_err_ptr, from_result},
     page::{PAGE_SHIFT, PAGE_SIZE},
     prelude::*,
     sync::Arc,
-    types::Opaque,
 };
 
 /// User memory pinned for a device, with its pages at hand for the data path.
@@ -319,56 +322,32 @@ pub(crate) struct MrCreated<D> {
     pub(crate) rkey: u32,
 }
 
-/// A memory region of driver `T`.
-#[repr(C)]
-pub(crate) struct Mr<T: Driver> {
-    ib: Opaque<bindings::ib_mr>,
-    data: T::Mr,
+/// The kind of a memory region.
+pub(crate) enum MrKind {}
+
+impl<T: Driver> Kind<T> for MrKind {
+    type Raw = bindings::ib_mr;
+    type Events = ();
+    type Data = T::Mr;
 }
 
-impl<T: Driver> core::ops::Deref for Mr<T> {
-    type Target = T::Mr;
-
-    fn deref(&self) -> &T::Mr {
-        &self.data
-    }
-}
+/// A memory region of driver `T`: a [`KBox`] the driver allocates and frees.
+pub(crate) type Mr<T> = Object<T, MrKind>;
 
 impl<T: Driver> Mr<T> {
     /// Allocates an MR around `made`, for ib_core to fill in.
-    pub(super) fn into_raw(
-        made: MrCreated<T::Mr>,
-        iova: u64,
-        length: u64,
-    ) -> Result<*mut bindings::ib_mr> {
-        let mr = KBox::new(
-            Self {
-                ib: Opaque::zeroed(),
-                data: made.data,
-            },
-            GFP_KERNEL,
-        )?;
-        let raw = KBox::into_raw(mr);
+    fn into_raw(made: MrCreated<T::Mr>, iova: u64, length: u64) -> Result<*mut bindings::ib_mr> {
+        let raw = Self::new_boxed((), made.data)?;
         // SAFETY: Just allocated and not shared yet.
         unsafe {
-            let ib = &mut *(*raw).ib.get();
+            let ib = &mut *raw;
             ib.lkey = made.lkey;
             ib.rkey = made.rkey;
             ib.iova = iova;
             ib.length = length;
             ib.page_size = kernel::page::PAGE_SIZE as u32;
         }
-        Ok(raw.cast())
-    }
-
-    /// Borrows a live MR.
-    ///
-    /// # Safety
-    ///
-    /// `mr` must come from [`Self::into_raw`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(mr: *mut bindings::ib_mr) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*mr.cast::<Self>() }
+        Ok(raw)
     }
 
     /// Maps the first `nents` entries of a DMA-mapped scatterlist (from `*offset` bytes
@@ -377,55 +356,188 @@ impl<T: Driver> Mr<T> {
     ///
     /// # Safety
     ///
-    /// `mr` must come from [`Self::into_raw`] and be live; `sg`, `nents` and `offset`
-    /// must be as ib_core's `map_mr_sg` callback receives them.
-    pub(super) unsafe fn map_sg(
-        mr: *mut bindings::ib_mr,
+    /// `sg`, `nents` and `offset` must be as ib_core's `map_mr_sg` callback receives them
+    /// for this MR.
+    unsafe fn map_sg(
+        &self,
         sg: *mut bindings::scatterlist,
         nents: c_int,
         offset: *mut c_uint,
     ) -> Result<c_int> {
-        // SAFETY: Per the caller.
-        let this = unsafe { Self::from_raw(mr) };
-        let list = T::mr_page_list(this).ok_or(EINVAL)?;
+        let list = T::mr_page_list(self).ok_or(EINVAL)?;
+        let mr = self.as_raw();
         // SAFETY: ib_core set the page size for this mapping before calling.
-        let page_size = unsafe { (*this.ib.get()).page_size };
+        let page_size = unsafe { (*mr).page_size };
         // The IB minimum is 512 bytes; addresses are split by shifts, so a power of two.
         if page_size < 512 || !page_size.is_power_of_two() {
             return Err(EINVAL);
         }
         list.start(page_size);
         // SAFETY: Arguments as ib_core gave them; `set_page` only runs during the call.
-        let n = unsafe { bindings::ib_sg_to_pages(mr, sg, nents, offset, Some(Self::set_page)) };
+        let n = unsafe { bindings::ib_sg_to_pages(mr, sg, nents, offset, Some(set_page::<T>)) };
         kernel::error::to_result(n.min(0))?;
         // SAFETY: `ib_sg_to_pages()` set the MR's address and length for this mapping.
-        let (iova, length) = unsafe { ((*this.ib.get()).iova, (*this.ib.get()).length) };
+        let (iova, length) = unsafe { ((*mr).iova, (*mr).length) };
         list.finish(iova, length);
         Ok(n)
     }
+}
 
-    /// `ib_sg_to_pages()`'s callback: one more page for the MR.
-    ///
-    /// # Safety
-    ///
-    /// Only for `ib_sg_to_pages()` called from [`Self::map_sg`].
-    unsafe extern "C" fn set_page(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
-        // SAFETY: The MR is the one `map_sg` maps, live for the call.
-        let this = unsafe { Self::from_raw(mr) };
-        match T::mr_page_list(this).map(|l| l.push(addr)) {
-            Some(Ok(())) => 0,
-            Some(Err(e)) => e.to_errno(),
-            None => EINVAL.to_errno(),
+/// `ib_sg_to_pages()`'s callback: one more page for the MR.
+///
+/// # Safety
+///
+/// Only for `ib_sg_to_pages()` called from [`Mr::map_sg`].
+unsafe extern "C" fn set_page<T: Driver>(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
+    // SAFETY: The MR is the one `map_sg` maps, live for the call.
+    let this = unsafe { Mr::<T>::from_raw(mr) };
+    match T::mr_page_list(this).map(|l| l.push(addr)) {
+        Some(Ok(())) => 0,
+        Some(Err(e)) => e.to_errno(),
+        None => EINVAL.to_errno(),
+    }
+}
+
+/// Fills in the MR verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.get_dma_mr = Some(get_dma_mr::<T>);
+    ops.reg_user_mr = Some(reg_user_mr::<T>);
+    ops.dereg_mr = Some(dereg_mr::<T>);
+    ops.advise_mr = Some(advise_mr::<T>);
+    ops.alloc_mr = Some(alloc_mr::<T>);
+    ops.map_mr_sg = Some(map_mr_sg::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn reg_user_mr<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    start: u64,
+    len: u64,
+    iova: u64,
+    access: c_int,
+    dmah: *mut bindings::ib_dmah,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    let res = (|| {
+        if !dmah.is_null() {
+            return Err(eopnotsupp());
         }
-    }
+        // SAFETY: ib_core calls this with a live PD of our device.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+        let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
+        let made = T::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
+        Mr::<T>::into_raw(made, iova, len)
+    })();
+    res.unwrap_or_else(|e| e.to_ptr())
+}
 
-    /// Frees an MR that ib_core deregisters.
-    ///
-    /// # Safety
-    ///
-    /// `mr` must come from [`Self::into_raw`] and not be used afterwards.
-    pub(super) unsafe fn free(mr: *mut bindings::ib_mr) {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        drop(unsafe { KBox::from_raw(mr.cast::<Self>()) });
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn advise_mr<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    advice: bindings::ib_uverbs_advise_mr_advice,
+    flags: u32,
+    sg_list: *mut bindings::ib_sge,
+    num_sge: u32,
+    _attrs: *mut bindings::uverbs_attr_bundle,
+) -> c_int {
+    from_result(|| {
+        let advice = match advice {
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH => {
+                Advice::Prefetch
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_WRITE => {
+                Advice::PrefetchWrite
+            }
+            bindings::ib_uverbs_advise_mr_advice_IB_UVERBS_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT => {
+                Advice::NoFault
+            }
+            _ => return Err(eopnotsupp()),
+        };
+        let flush = flags & bindings::ib_uverbs_advise_mr_flag_IB_UVERBS_ADVISE_MR_FLAG_FLUSH != 0;
+        let mut sges = KVec::with_capacity(num_sge as usize, GFP_KERNEL)?;
+        for i in 0..num_sge as usize {
+            // SAFETY: uverbs passes `num_sge` entries it copied from the process.
+            let s = unsafe { &*sg_list.add(i) };
+            sges.push(
+                Sge {
+                    addr: s.addr,
+                    length: s.length,
+                    lkey: s.lkey,
+                },
+                GFP_KERNEL,
+            )?;
+        }
+        // SAFETY: ib_core calls this with a live PD of our device.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        T::advise_mr(dev, PdId::of(pd), advice, flush, &sges)?;
+        Ok(0)
+    })
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn alloc_mr<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    mr_type: bindings::ib_mr_type,
+    max_num_sg: u32,
+) -> *mut bindings::ib_mr {
+    // Fast registration is the only kind offered (as rxe).
+    if mr_type != bindings::ib_mr_type_IB_MR_TYPE_MEM_REG {
+        return EINVAL.to_ptr();
     }
+    // SAFETY: ib_core calls this with a live PD of our device.
+    let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+    T::alloc_mr(dev, PdId::of(pd), max_num_sg)
+        .and_then(|made| Mr::<T>::into_raw(made, 0, 0))
+        .unwrap_or_else(|e| e.to_ptr())
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn map_mr_sg<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    sg: *mut bindings::scatterlist,
+    nents: c_int,
+    offset: *mut c_uint,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live MR of our device, with its arguments.
+    from_result(|| unsafe { Mr::<T>::from_raw(mr).map_sg(sg, nents, offset) })
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn get_dma_mr<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    access: c_int,
+) -> *mut bindings::ib_mr {
+    // SAFETY: ib_core calls this with a live PD of our device.
+    let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+    // Only kernel consumers have a DMA MR: ib_core makes one for a kernel PD.
+    T::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
+        .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
+        .unwrap_or_else(|e| e.to_ptr())
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn dereg_mr<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live MR this driver made.
+    if let Err(e) = T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) }) {
+        return e.to_errno();
+    }
+    // SAFETY: The driver let it go; ib_core forgets it when this returns 0.
+    unsafe { Mr::<T>::free_boxed(mr) };
+    0
 }

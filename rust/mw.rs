@@ -12,57 +12,64 @@ use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
+    object::{Kind, Object, RawObject},
     pd::PdId,
 };
-use core::ptr;
-use kernel::{prelude::*, types::Opaque};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int, prelude::*};
 
-/// A memory window of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised between a successful `alloc_mw` and `dealloc_mw`.
-#[repr(C)]
-pub(crate) struct Mw<T: Driver> {
-    ib: Opaque<bindings::ib_mw>,
-    data: T::Mw,
+/// The kind of a memory window.
+pub(crate) enum MwKind {}
+
+impl<T: Driver> Kind<T> for MwKind {
+    type Raw = bindings::ib_mw;
+    type Events = ();
+    type Data = T::Mw;
 }
 
-impl<T: Driver> Mw<T> {
-    /// Allocates the driver's part of a new MW.
-    ///
-    /// # Safety
-    ///
-    /// `mw` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>`, with its type set; `udata` null or the driver udata of the call.
-    pub(super) unsafe fn alloc(mw: *mut bindings::ib_mw, udata: *mut bindings::ib_udata) -> Result {
-        // SAFETY: Per the caller.
+/// A memory window of driver `T`.
+pub(crate) type Mw<T> = Object<T, MwKind>;
+
+/// Fills in the MW verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_mw = size_of::<Mw<T>>();
+    ops.alloc_mw = Some(alloc_mw::<T>);
+    ops.dealloc_mw = Some(dealloc_mw::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn alloc_mw<T: Driver>(
+    mw: *mut bindings::ib_mw,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core allocated `mw` with `size_ib_mw` bytes for our device, with its
+        // device, PD and type set.
         let ib = unsafe { &mut *mw };
-        // SAFETY: ib_core set the device before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw(ib.device) };
+        // SAFETY: As above.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_mw::device(mw)) };
         let type2 = match ib.type_ {
             bindings::ib_mw_type_IB_MW_TYPE_1 => false,
             bindings::ib_mw_type_IB_MW_TYPE_2 => true,
             _ => return Err(EINVAL),
         };
-        // SAFETY: Per the caller.
+        // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let (data, rkey) = T::alloc_mw(dev, PdId::of(ib.pd), type2, user.as_ref())?;
         ib.rkey = rkey;
-        let this = mw.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `data` is not initialised yet.
-        unsafe { ptr::addr_of_mut!((*this).data).write(data) };
-        Ok(())
-    }
+        // SAFETY: Nothing of the block is initialised yet.
+        unsafe { Mw::<T>::init(mw, (), Ok(data))? };
+        Ok(0)
+    })
+}
 
-    /// Drops the driver's part of a MW that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `mw` must have been allocated by [`Self::alloc`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(mw: *mut bindings::ib_mw) {
-        let this = mw.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn dealloc_mw<T: Driver>(mw: *mut bindings::ib_mw) -> c_int {
+    // SAFETY: ib_core calls this once, on a live MW of our device.
+    unsafe { Mw::<T>::drop_in_place(mw) };
+    0
 }

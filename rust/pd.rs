@@ -12,10 +12,11 @@
 use super::{
     bindings,
     device::{Device, Driver},
+    object::{Kind, Object, RawObject},
     udata::Udata,
 };
-use core::ptr;
-use kernel::{prelude::*, types::Opaque};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int};
 
 /// Which PD an object was made in, for the data path's checks (an MR serves a QP only
 /// if both are in the same PD). The PD's address: ib_core keeps a PD alive, at one
@@ -30,44 +31,53 @@ impl PdId {
     }
 }
 
-/// A protection domain of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised between a successful `alloc_pd` and `dealloc_pd`, and
-/// `ib.device` is a `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Pd<T: Driver> {
-    ib: Opaque<bindings::ib_pd>,
-    data: T::Pd,
+/// The kind of a protection domain.
+pub(crate) enum PdKind {}
+
+impl<T: Driver> Kind<T> for PdKind {
+    type Raw = bindings::ib_pd;
+    type Events = ();
+    type Data = T::Pd;
 }
 
-impl<T: Driver> Pd<T> {
-    /// Initialises the driver's part of a new PD.
-    ///
-    /// # Safety
-    ///
-    /// `pd` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>`; `udata` must be null or valid for the call.
-    pub(super) unsafe fn init(pd: *mut bindings::ib_pd, udata: *mut bindings::ib_udata) -> Result {
-        // SAFETY: ib_core set `device` before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw((*pd).device) };
-        // SAFETY: Valid per the caller.
-        let udata = unsafe { Udata::from_raw(udata) };
-        let init = T::alloc_pd(dev, udata);
-        let this = pd.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; the block does not move until it is freed.
-        unsafe { init.__pinned_init(ptr::addr_of_mut!((*this).data)) }
-    }
+/// A protection domain of driver `T`.
+pub(crate) type Pd<T> = Object<T, PdKind>;
 
-    /// Drops the driver's part of a PD that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `pd` must have been initialised by [`Self::init`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(pd: *mut bindings::ib_pd) {
-        let this = pd.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
-    }
+/// Fills in the PD verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_pd = size_of::<Pd<T>>();
+    ops.alloc_pd = Some(alloc_pd::<T>);
+    ops.dealloc_pd = Some(dealloc_pd::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn alloc_pd<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core allocated `pd` with `size_ib_pd` bytes for our device and set
+        // its device.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        // SAFETY: `udata` is null or valid for the call.
+        let udata = unsafe { Udata::from_raw(udata) };
+        // SAFETY: As above; nothing of the block is initialised yet.
+        unsafe { Pd::<T>::init(pd, (), T::alloc_pd(dev, udata))? };
+        Ok(0)
+    })
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn dealloc_pd<T: Driver>(
+    pd: *mut bindings::ib_pd,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core calls this once, on a PD whose `alloc_pd` succeeded and that no
+    // object uses any more (it checked `usecnt`).
+    unsafe { Pd::<T>::drop_in_place(pd) };
+    0
 }

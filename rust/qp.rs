@@ -22,18 +22,13 @@ use super::{
     bindings,
     cq::{Cq, UserCall},
     device::{Device, Driver, Mtu},
+    object::{Events, Kind, Object, RawObject},
     pd::PdId,
     srq::Srq,
-    wr::WcQp,
+    wr::{RecvWr, SendWr, WcQp},
 };
-use core::ptr;
-use kernel::{
-    ffi::c_int,
-    new_mutex,
-    prelude::*,
-    sync::{Arc, Mutex},
-    types::Opaque,
-};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
 /// The transport service of a QP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -475,100 +470,74 @@ pub(crate) enum QpEvent {
     Fatal,
 }
 
-/// The consumer's event callback of one QP, callable until the QP is destroyed.
-///
-/// As [`super::cq::CqEvents`]: the call sleeps and must come from a workqueue.
-#[pin_data]
-pub(crate) struct QpEvents {
-    #[pin]
-    qp: Mutex<Option<RawQp>>,
-}
-
-/// # Invariants
-///
-/// Points to a live `ib_qp`; only held inside [`QpEvents`] until the QP's destroy.
-struct RawQp(*mut bindings::ib_qp);
-
-// SAFETY: The pointer is only used under the `QpEvents` lock, from any thread.
-unsafe impl Send for RawQp {}
-
-impl QpEvents {
-    fn new(qp: *mut bindings::ib_qp) -> Result<Arc<Self>> {
-        // INVARIANT: `qp` is being created and lives until destroy revokes it.
-        Arc::pin_init(
-            pin_init!(Self {
-                qp <- new_mutex!(Some(RawQp(qp))),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Raises `event` on the QP, if it still exists.
-    pub(crate) fn raise(&self, event: QpEvent) {
-        let guard = self.qp.lock();
-        if let Some(RawQp(qp)) = *guard {
-            let kind = match event {
-                QpEvent::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
-                QpEvent::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
-                QpEvent::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
-                QpEvent::ReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
-                QpEvent::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
-                QpEvent::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
-            };
-            // SAFETY: By the `RawQp` invariant the QP is live while we hold the lock;
-            // the event only lives for the call.
-            unsafe {
-                if let Some(handler) = (*qp).event_handler {
-                    let mut ev: bindings::ib_event = pin_init::zeroed();
-                    ev.device = (*qp).device;
-                    ev.element.qp = qp;
-                    ev.event = kind;
-                    handler(&mut ev, (*qp).qp_context);
-                }
-            }
+impl QpEvent {
+    /// The C event type.
+    pub(super) fn to_raw(self) -> bindings::ib_event_type {
+        match self {
+            Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
+            Self::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
+            Self::CommEst => bindings::ib_event_type_IB_EVENT_COMM_EST,
+            Self::ReqErr => bindings::ib_event_type_IB_EVENT_QP_REQ_ERR,
+            Self::AccessErr => bindings::ib_event_type_IB_EVENT_QP_ACCESS_ERR,
+            Self::Fatal => bindings::ib_event_type_IB_EVENT_QP_FATAL,
         }
     }
+}
 
-    fn revoke(&self) {
-        *self.qp.lock() = None;
-    }
+/// The consumer's event callback of one QP ([`Events`]).
+pub(crate) type QpEvents = Events<bindings::ib_qp>;
+
+/// The kind of a queue pair.
+pub(crate) enum QpKind {}
+
+impl<T: Driver> Kind<T> for QpKind {
+    type Raw = bindings::ib_qp;
+    type Events = Arc<QpEvents>;
+    type Data = T::Qp;
 }
 
 /// A queue pair of driver `T`.
-///
-/// # Invariants
-///
-/// `events` and `data` are initialised between a successful create and `destroy_qp`;
-/// `ib.device` is a `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Qp<T: Driver> {
-    ib: Opaque<bindings::ib_qp>,
-    events: Arc<QpEvents>,
-    data: T::Qp,
-}
+pub(crate) type Qp<T> = Object<T, QpKind>;
 
-impl<T: Driver> core::ops::Deref for Qp<T> {
-    type Target = T::Qp;
+impl<T: Driver> Qp<T> {
+    /// The QP's number.
+    pub(crate) fn qp_num(&self) -> u32 {
+        // SAFETY: Set at create and never changed.
+        unsafe { (*self.as_raw()).qp_num }
+    }
 
-    fn deref(&self) -> &T::Qp {
-        &self.data
+    /// The QP's type.
+    pub(crate) fn qp_type(&self) -> QpType {
+        // SAFETY: Set by ib_core before create, never changed; create checked it.
+        QpType::from_raw(unsafe { (*self.as_raw()).qp_type }).unwrap_or(QpType::Rc)
     }
 }
 
-impl<T: Driver> Qp<T> {
-    /// Creates the driver's part of a new QP.
-    ///
-    /// # Safety
-    ///
-    /// `qp` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>` (device, PD, CQs, SRQ set); `init` must be valid for the call; `udata`
-    /// null for a kernel consumer, else the driver udata of the uverbs call.
-    pub(super) unsafe fn create(
-        qp: *mut bindings::ib_qp,
-        init: *mut bindings::ib_qp_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
-        // SAFETY: Per the caller.
+/// Fills in the QP verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_qp = size_of::<Qp<T>>();
+    ops.create_qp = Some(create_qp::<T>);
+    ops.modify_qp = Some(modify_qp::<T>);
+    ops.query_qp = Some(query_qp::<T>);
+    ops.destroy_qp = Some(destroy_qp::<T>);
+    ops.post_send = Some(post_send::<T>);
+    ops.post_recv = Some(post_recv::<T>);
+    ops.attach_mcast = Some(attach_mcast::<T>);
+    ops.detach_mcast = Some(detach_mcast::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback
+/// documents: `qp` a zeroed block of `size_ib_qp` bytes for our device (device, PD, CQs,
+/// SRQ set), `udata` null for a kernel consumer, else the driver udata of the call.
+unsafe extern "C" fn create_qp<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    init: *mut bindings::ib_qp_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: Per the function's contract.
         let (ib, a) = unsafe { (&*qp, &mut *init) };
         if a.send_cq.is_null() || a.recv_cq.is_null() || ib.pd.is_null() {
             return Err(EINVAL);
@@ -577,7 +546,7 @@ impl<T: Driver> Qp<T> {
         // SAFETY: ib_core set these to live objects of our device for the call.
         let (dev, send_cq, recv_cq) = unsafe {
             (
-                Device::<T>::from_raw(ib.device),
+                Device::<T>::from_raw(bindings::ib_qp::device(qp)),
                 Cq::<T>::from_raw(a.send_cq),
                 Cq::<T>::from_raw(a.recv_cq),
             )
@@ -594,89 +563,155 @@ impl<T: Driver> Qp<T> {
             wc_qp: WcQp::new(qp),
             pd: PdId::of(ib.pd),
         };
-        // SAFETY: Per the caller.
+        // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let events = QpEvents::new(qp)?;
         let made = T::create_qp(dev, &qinit, user.as_ref(), &events)?;
         made.cap.write_to(&mut a.cap);
-        let this = qp.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `events` and `data` are not initialised
-        // yet. `qp_num` is a plain field that ib_core reads after we return.
-        unsafe {
-            ptr::addr_of_mut!((*this).events).write(events);
-            ptr::addr_of_mut!((*this).data).write(made.data);
-            (*qp).qp_num = made.qp_num;
-        }
-        Ok(())
-    }
-
-    /// Drops the driver's part of a QP that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `qp` must have been created by [`Self::create`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(qp: *mut bindings::ib_qp) {
-        let this = qp.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller. No callback runs once
-        // `revoke` returns; the driver's data quiesces everything else when dropped.
-        unsafe {
-            (*this).events.revoke();
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).data));
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).events));
-        }
-    }
-
-    /// Borrows a live QP.
-    ///
-    /// # Safety
-    ///
-    /// `qp` must have been created by [`Self::create`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(qp: *mut bindings::ib_qp) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*qp.cast::<Self>() }
-    }
-
-    /// The device the QP belongs to.
-    pub(crate) fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant `device` is a live `Device<T>`.
-        unsafe { Device::from_raw((*self.ib.get()).device) }
-    }
-
-    /// The QP's number.
-    pub(crate) fn qp_num(&self) -> u32 {
-        // SAFETY: Set at create and never changed.
-        unsafe { (*self.ib.get()).qp_num }
-    }
-
-    /// The QP's type.
-    pub(crate) fn qp_type(&self) -> QpType {
-        // SAFETY: Set by ib_core before create, never changed; create checked it.
-        QpType::from_raw(unsafe { (*self.ib.get()).qp_type }).unwrap_or(QpType::Rc)
-    }
+        // SAFETY: Nothing of the block is initialised yet.
+        unsafe { Qp::<T>::init(qp, events, Ok(made.data))? };
+        // SAFETY: `qp_num` is a plain field that ib_core reads after we return.
+        unsafe { (*qp).qp_num = made.qp_num };
+        Ok(0)
+    })
 }
 
-/// Translates a modify's attributes.
-///
 /// # Safety
 ///
-/// `attr` must be valid for the call, its GID attributes too where `mask` selects them.
-pub(super) unsafe fn read_attr(attr: *const bindings::ib_qp_attr, mask: c_int) -> Result<QpAttr> {
-    // SAFETY: Per the caller.
-    unsafe { QpAttr::from_raw(&*attr, mask as u32) }
-}
-
-/// Writes a query's answer.
-///
-/// # Safety
-///
-/// `attr` and `init` must be valid for writes for the call.
-pub(super) unsafe fn write_attrs(
-    attrs: &QpQuery,
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn modify_qp<T: Driver>(
+    qp: *mut bindings::ib_qp,
     attr: *mut bindings::ib_qp_attr,
+    mask: c_int,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core calls this on a live QP of our device.
+        let qp = unsafe { Qp::<T>::from_raw(qp) };
+        // SAFETY: `attr` is valid for the call, with its GID attributes resolved by
+        // ib_core for the address vectors the mask selects.
+        let attr = unsafe { QpAttr::from_raw(&*attr, mask as u32) }?;
+        // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+        let user = unsafe { UserCall::from_udata(udata) };
+        T::modify_qp(qp, &attr, user.as_ref())?;
+        Ok(0)
+    })
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn query_qp<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    attr: *mut bindings::ib_qp_attr,
+    _mask: c_int,
     init: *mut bindings::ib_qp_init_attr,
-) {
-    // SAFETY: Per the caller.
-    unsafe { attrs.write_to(&mut *attr, &mut *init) }
+) -> c_int {
+    // SAFETY: ib_core calls this on a live QP of our device.
+    let qp = unsafe { Qp::<T>::from_raw(qp) };
+    // SAFETY: `attr` and `init` are valid for writes for the call.
+    let (attr, init) = unsafe { (&mut *attr, &mut *init) };
+    T::query_qp(qp).write_to(attr, init);
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn destroy_qp<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core calls this once, on a live QP of our device that is attached to no
+    // multicast group.
+    T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+    // SAFETY: As above; the driver has quiesced the QP.
+    unsafe { Qp::<T>::drop_in_place(qp) };
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn post_send<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_send_wr,
+    bad: *mut *const bindings::ib_send_wr,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live QP of our device.
+    let user = unsafe { !(*qp).uobject.is_null() };
+    // SAFETY: As above.
+    let qp = unsafe { Qp::<T>::from_raw(qp) };
+    if wr.is_null() {
+        // A process's doorbell: its work requests are in its ring.
+        return from_result(|| T::doorbell(qp).map(|()| 0));
+    }
+    if user {
+        // A process's work requests go through its ring; uverbs' own post command would
+        // hand over addresses the process chose, which a `SendWr` must never carry (its
+        // inline data is copied from kernel memory).
+        // SAFETY: `bad` is valid for writes for the call.
+        unsafe { *bad = wr };
+        return EINVAL.to_errno();
+    }
+    let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
+    // SAFETY: `wr` heads a chain of valid requests for the call, of the kind the QP's type
+    // says.
+    for w in unsafe { SendWr::chain(wr, ud) } {
+        if let Err(e) = T::post_send(qp, &w) {
+            // SAFETY: `bad` is valid for writes for the call.
+            unsafe { *bad = w.as_ptr() };
+            return e.to_errno();
+        }
+    }
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn post_recv<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live QP of our device.
+    let qp = unsafe { Qp::<T>::from_raw(qp) };
+    // SAFETY: `wr` heads a chain of valid requests for the call.
+    for w in unsafe { RecvWr::chain(wr) } {
+        if let Err(e) = T::post_recv(qp, &w) {
+            // SAFETY: `bad` is valid for writes for the call.
+            unsafe { *bad = w.as_ptr() };
+            return e.to_errno();
+        }
+    }
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn attach_mcast<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
+    let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+    from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn detach_mcast<T: Driver>(
+    qp: *mut bindings::ib_qp,
+    gid: *mut bindings::ib_gid,
+    _lid: u16,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
+    let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
+    from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
 }
 
 #[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]

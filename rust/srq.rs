@@ -14,14 +14,11 @@ use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
+    object::{Events, Kind, Object, RawObject},
+    wr::RecvWr,
 };
-use core::ptr;
-use kernel::{
-    new_mutex,
-    prelude::*,
-    sync::{Arc, Mutex},
-    types::Opaque,
-};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int, sync::Arc};
 
 /// The sizes and limit of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -59,160 +56,127 @@ pub(crate) struct SrqModify {
     pub(crate) srq_limit: Option<u32>,
 }
 
-/// The consumer's event callback of one SRQ (`IB_EVENT_SRQ_LIMIT_REACHED`), callable
-/// until the SRQ is destroyed. As [`super::qp::QpEvents`]: the call sleeps and must
-/// come from a workqueue.
-#[pin_data]
-pub(crate) struct SrqEvents {
-    #[pin]
-    srq: Mutex<Option<RawSrq>>,
-}
+/// The consumer's event callback of one SRQ (`IB_EVENT_SRQ_LIMIT_REACHED`, [`Events`]).
+pub(crate) type SrqEvents = Events<bindings::ib_srq>;
 
-/// # Invariants
-///
-/// Points to a live `ib_srq`; only held inside [`SrqEvents`] until the SRQ's destroy.
-struct RawSrq(*mut bindings::ib_srq);
+/// The kind of a shared receive queue.
+pub(crate) enum SrqKind {}
 
-// SAFETY: The pointer is only used under the `SrqEvents` lock, from any thread.
-unsafe impl Send for RawSrq {}
-
-impl SrqEvents {
-    fn new(srq: *mut bindings::ib_srq) -> Result<Arc<Self>> {
-        // INVARIANT: `srq` is being created and lives until destroy revokes it.
-        Arc::pin_init(
-            pin_init!(Self {
-                srq <- new_mutex!(Some(RawSrq(srq))),
-            }),
-            GFP_KERNEL,
-        )
-    }
-
-    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`, if the SRQ still exists.
-    pub(crate) fn limit_reached(&self) {
-        let guard = self.srq.lock();
-        if let Some(RawSrq(srq)) = *guard {
-            // SAFETY: By the `RawSrq` invariant the SRQ is live while we hold the lock;
-            // the event only lives for the call.
-            unsafe {
-                if let Some(handler) = (*srq).event_handler {
-                    let mut ev: bindings::ib_event = pin_init::zeroed();
-                    ev.device = (*srq).device;
-                    ev.element.srq = srq;
-                    ev.event = bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED;
-                    handler(&mut ev, (*srq).srq_context);
-                }
-            }
-        }
-    }
-
-    fn revoke(&self) {
-        *self.srq.lock() = None;
-    }
+impl<T: Driver> Kind<T> for SrqKind {
+    type Raw = bindings::ib_srq;
+    type Events = Arc<SrqEvents>;
+    type Data = T::Srq;
 }
 
 /// A shared receive queue of driver `T`.
-///
-/// # Invariants
-///
-/// `events` and `data` are initialised between a successful create and `destroy_srq`;
-/// `ib.device` is a `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Srq<T: Driver> {
-    ib: Opaque<bindings::ib_srq>,
-    events: Arc<SrqEvents>,
-    data: T::Srq,
+pub(crate) type Srq<T> = Object<T, SrqKind>;
+
+/// Fills in the SRQ verbs of an ops table.
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_srq = size_of::<Srq<T>>();
+    ops.create_srq = Some(create_srq::<T>);
+    ops.modify_srq = Some(modify_srq::<T>);
+    ops.query_srq = Some(query_srq::<T>);
+    ops.destroy_srq = Some(destroy_srq::<T>);
+    ops.post_srq_recv = Some(post_srq_recv::<T>);
 }
 
-impl<T: Driver> core::ops::Deref for Srq<T> {
-    type Target = T::Srq;
-
-    fn deref(&self) -> &T::Srq {
-        &self.data
-    }
-}
-
-impl<T: Driver> Srq<T> {
-    /// Creates the driver's part of a new SRQ.
-    ///
-    /// # Safety
-    ///
-    /// `srq` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>`; `init` must be valid for the call; `udata` null for a kernel
-    /// consumer, else the driver udata of the uverbs call.
-    pub(super) unsafe fn create(
-        srq: *mut bindings::ib_srq,
-        init: *mut bindings::ib_srq_init_attr,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
-        // SAFETY: Per the caller.
-        let (ib, a) = unsafe { (&*srq, &mut *init) };
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback
+/// documents: `srq` a zeroed block of `size_ib_srq` bytes for our device, `udata` null
+/// for a kernel consumer, else the driver udata of the call.
+unsafe extern "C" fn create_srq<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    init: *mut bindings::ib_srq_init_attr,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: `init` is valid for the call.
+        let a = unsafe { &mut *init };
         if a.srq_type != bindings::ib_srq_type_IB_SRQT_BASIC {
             return Err(super::device::eopnotsupp());
         }
         // SAFETY: ib_core set the device before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw(ib.device) };
-        // SAFETY: Per the caller.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_srq::device(srq)) };
+        // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let events = SrqEvents::new(srq)?;
         let (data, attr) = T::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)?;
         attr.write_to(&mut a.attr);
-        let this = srq.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; `events` and `data` are not initialised yet.
-        unsafe {
-            ptr::addr_of_mut!((*this).events).write(events);
-            ptr::addr_of_mut!((*this).data).write(data);
-        }
-        Ok(())
-    }
-
-    /// Drops the driver's part of an SRQ that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `srq` must have been created by [`Self::create`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(srq: *mut bindings::ib_srq) {
-        let this = srq.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller. The callback record is
-        // revoked first (waiting for a call in progress), so no event is raised on the
-        // SRQ once its destroy returns; then the data goes.
-        unsafe {
-            (*this).events.revoke();
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).events));
-            ptr::drop_in_place(ptr::addr_of_mut!((*this).data));
-        }
-    }
-
-    /// Borrows a live SRQ.
-    ///
-    /// # Safety
-    ///
-    /// `srq` must have been created by [`Self::create`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(srq: *mut bindings::ib_srq) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*srq.cast::<Self>() }
-    }
+        // SAFETY: Nothing of the block is initialised yet.
+        unsafe { Srq::<T>::init(srq, events, Ok(data))? };
+        Ok(0)
+    })
 }
 
-/// Translates a modify's attributes.
-///
 /// # Safety
 ///
-/// `attr` must be valid for the call.
-pub(super) unsafe fn read_modify(attr: *const bindings::ib_srq_attr, mask: u32) -> SrqModify {
-    // SAFETY: Per the caller.
-    let a = unsafe { &*attr };
-    SrqModify {
-        max_wr: (mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0).then_some(a.max_wr),
-        srq_limit: (mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0).then_some(a.srq_limit),
-    }
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn modify_srq<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+    mask: u32,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: ib_core calls this on a live SRQ of our device; `attr` is valid for the
+        // call.
+        let (srq, a) = unsafe { (Srq::<T>::from_raw(srq), &*attr) };
+        let m = SrqModify {
+            max_wr: (mask & bindings::ib_srq_attr_mask_IB_SRQ_MAX_WR != 0).then_some(a.max_wr),
+            srq_limit: (mask & bindings::ib_srq_attr_mask_IB_SRQ_LIMIT != 0).then_some(a.srq_limit),
+        };
+        // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+        let user = unsafe { UserCall::from_udata(udata) };
+        T::modify_srq(srq, &m, user.as_ref())?;
+        Ok(0)
+    })
 }
 
-/// Writes a query's answer.
-///
 /// # Safety
 ///
-/// `attr` must be valid for writes for the call.
-pub(super) unsafe fn write_attr(a: &SrqAttr, attr: *mut bindings::ib_srq_attr) {
-    // SAFETY: Per the caller.
-    a.write_to(unsafe { &mut *attr })
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn query_srq<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    attr: *mut bindings::ib_srq_attr,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live SRQ of our device; `attr` is valid for writes
+    // for the call.
+    let (srq, attr) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
+    T::query_srq(srq).write_to(attr);
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn destroy_srq<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    _udata: *mut bindings::ib_udata,
+) -> c_int {
+    // SAFETY: ib_core calls this once, on a live SRQ of our device that no QP uses.
+    unsafe { Srq::<T>::drop_in_place(srq) };
+    0
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn post_srq_recv<T: Driver>(
+    srq: *mut bindings::ib_srq,
+    wr: *const bindings::ib_recv_wr,
+    bad: *mut *const bindings::ib_recv_wr,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live SRQ of our device.
+    let srq = unsafe { Srq::<T>::from_raw(srq) };
+    // SAFETY: `wr` heads a chain of valid requests for the call.
+    for w in unsafe { RecvWr::chain(wr) } {
+        if let Err(e) = T::post_srq_recv(srq, &w) {
+            // SAFETY: `bad` is valid for writes for the call.
+            unsafe { *bad = w.as_ptr() };
+            return e.to_errno();
+        }
+    }
+    0
 }

@@ -13,67 +13,78 @@
 use super::{
     bindings,
     device::{Device, Driver},
+    mmap,
+    object::{Kind, Object, RawObject},
     udata::Udata,
 };
-use core::ptr;
-use kernel::{prelude::*, types::Opaque};
+use core::mem::size_of;
+use kernel::{error::from_result, ffi::c_int};
 
-/// A process's context on a device of driver `T`.
-///
-/// # Invariants
-///
-/// `data` is initialised between a successful `alloc_ucontext` and `dealloc_ucontext`, and
-/// `ib.device` is a `Device<T>` for the whole time.
-#[repr(C)]
-pub(crate) struct Ucontext<T: Driver> {
-    ib: Opaque<bindings::ib_ucontext>,
-    data: T::Ucontext,
+/// The kind of a process's context.
+pub(crate) enum UcontextKind {}
+
+impl<T: Driver> Kind<T> for UcontextKind {
+    type Raw = bindings::ib_ucontext;
+    type Events = ();
+    type Data = T::Ucontext;
 }
 
-impl<T: Driver> Ucontext<T> {
-    /// Initialises the driver's part of a new context.
-    ///
-    /// # Safety
-    ///
-    /// `ctx` must be a zeroed block of `size_of::<Self>()` bytes made by ib_core for a
-    /// `Device<T>`; `udata` must be null or valid for the call.
-    pub(super) unsafe fn init(
-        ctx: *mut bindings::ib_ucontext,
-        udata: *mut bindings::ib_udata,
-    ) -> Result {
-        // SAFETY: ib_core set `device` before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw((*ctx).device) };
-        // SAFETY: Valid per the caller.
+/// A process's context on a device of driver `T`.
+pub(crate) type Ucontext<T> = Object<T, UcontextKind>;
+
+/// Fills in the context verbs of an ops table (the mappings of its rings among them).
+pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    ops.size_ib_ucontext = size_of::<Ucontext<T>>();
+    ops.alloc_ucontext = Some(alloc_ucontext::<T>);
+    ops.dealloc_ucontext = Some(dealloc_ucontext::<T>);
+    ops.mmap = Some(mmap_ring);
+    ops.mmap_free = Some(mmap::mmap_free);
+    ops.disassociate_ucontext = Some(disassociate_ucontext::<T>);
+}
+
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn alloc_ucontext<T: Driver>(
+    ctx: *mut bindings::ib_ucontext,
+    udata: *mut bindings::ib_udata,
+) -> c_int {
+    from_result(|| {
+        // SAFETY: uverbs allocated `ctx` with `size_ib_ucontext` bytes for our device and
+        // set its device.
+        let dev = unsafe { Device::<T>::from_raw(bindings::ib_ucontext::device(ctx)) };
+        // SAFETY: `udata` is null or valid for the call.
         let udata = unsafe { Udata::from_raw(udata) };
-        let init = T::alloc_ucontext(dev, udata);
-        let this = ctx.cast::<Self>();
-        // SAFETY: `this` has room for `Self`; the block does not move until it is freed.
-        unsafe { init.__pinned_init(ptr::addr_of_mut!((*this).data)) }
-    }
+        // SAFETY: As above; nothing of the block is initialised yet.
+        unsafe { Ucontext::<T>::init(ctx, (), T::alloc_ucontext(dev, udata))? };
+        Ok(0)
+    })
+}
 
-    /// Drops the driver's part of a context that is going away.
-    ///
-    /// # Safety
-    ///
-    /// `ctx` must have been initialised by [`Self::init`] and not dropped yet.
-    pub(super) unsafe fn drop_in_place(ctx: *mut bindings::ib_ucontext) {
-        let this = ctx.cast::<Self>();
-        // SAFETY: Initialised and not dropped, per the caller.
-        unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn dealloc_ucontext<T: Driver>(ctx: *mut bindings::ib_ucontext) {
+    // SAFETY: ib_core calls this once, on a context whose `alloc_ucontext` succeeded.
+    unsafe { Ucontext::<T>::drop_in_place(ctx) };
+}
 
-    /// Borrows a live context.
-    ///
-    /// # Safety
-    ///
-    /// `ctx` must have been initialised by [`Self::init`] and stay alive for `'a`.
-    pub(super) unsafe fn from_raw<'a>(ctx: *mut bindings::ib_ucontext) -> &'a Self {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        unsafe { &*ctx.cast::<Self>() }
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn mmap_ring(
+    ctx: *mut bindings::ib_ucontext,
+    vma: *mut bindings::vm_area_struct,
+) -> c_int {
+    // SAFETY: ib_core calls this on a live context of our device, with the VMA being
+    // set up for its device file.
+    from_result(|| unsafe { mmap::map(ctx, vma) }.map(|()| 0))
+}
 
-    /// The C context, for ib_core calls made on the process's behalf.
-    pub(super) fn as_raw(&self) -> *mut bindings::ib_ucontext {
-        self.ib.get()
-    }
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn disassociate_ucontext<T: Driver>(ctx: *mut bindings::ib_ucontext) {
+    // SAFETY: ib_core calls this on a live context of our device.
+    T::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
 }
