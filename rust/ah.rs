@@ -21,6 +21,28 @@ use super::{
 use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
+/// The verbs of an address handle: what a driver's AH data (`T::Ah`) implements. A
+/// driver without `create_ah` has no address handles.
+#[vtable]
+pub(crate) trait AhOps<T: Driver>: Sized + Send + Sync {
+    /// An address handle is created in PD `pd`; `may_sleep` is false for a kernel
+    /// consumer in atomic context.
+    fn create_ah(
+        _dev: &Device<T>,
+        _pd: PdId,
+        _av: &AddressVector,
+        _may_sleep: bool,
+        _user: Option<&UserCall<'_, T>>,
+    ) -> Result<Self> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The address an AH stands for.
+    fn query_ah(_ah: &Ah<T>) -> AddressVector {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// The kind of an address handle.
 pub(crate) enum AhKind {}
 
@@ -35,10 +57,15 @@ pub(crate) type Ah<T> = Object<T, AhKind>;
 
 /// Fills in the AH verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    if !T::Ah::HAS_CREATE_AH {
+        return;
+    }
     ops.size_ib_ah = size_of::<Ah<T>>();
     ops.create_ah = Some(create_ah::<T>);
     ops.create_user_ah = Some(create_ah::<T>);
-    ops.query_ah = Some(query_ah::<T>);
+    if T::Ah::HAS_QUERY_AH {
+        ops.query_ah = Some(query_ah::<T>);
+    }
     ops.destroy_ah = Some(destroy_ah::<T>);
 }
 
@@ -67,7 +94,7 @@ unsafe extern "C" fn create_ah<T: Driver>(
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         // The PD lives as long as the AH.
         let pd = PdId::of(ib.pd);
-        let data = T::create_ah(dev, pd, &av, sleepable || user.is_some(), user.as_ref())?;
+        let data = T::Ah::create_ah(dev, pd, &av, sleepable || user.is_some(), user.as_ref())?;
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Ah::<T>::init(ah, (), Ok(data))? };
         Ok(0)
@@ -84,7 +111,7 @@ unsafe extern "C" fn query_ah<T: Driver>(
     // SAFETY: ib_core calls this on a live AH of our device.
     let ah = unsafe { Ah::<T>::from_raw(ah) };
     // SAFETY: `attr` is valid for writes for the call.
-    T::query_ah(ah).write_to(unsafe { &mut *attr });
+    T::Ah::query_ah(ah).write_to(unsafe { &mut *attr });
     0
 }
 

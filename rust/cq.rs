@@ -76,6 +76,38 @@ pub(crate) enum Notify {
     Solicited,
 }
 
+/// The verbs of a completion queue: what a driver's CQ data (`T::Cq`) implements.
+#[vtable]
+pub(crate) trait CqOps<T: Driver>: Sized + Send + Sync {
+    /// A completion queue is created, for a process (`user`) or a kernel consumer.
+    ///
+    /// Returns the CQ's data and the number of completions it holds (at least
+    /// `attr.cqe`), which the consumer is told. `events` reaches the consumer's handlers
+    /// until the CQ is destroyed.
+    fn create_cq(
+        dev: &Device<T>,
+        attr: &CqInit,
+        user: Option<&UserCall<'_, T>>,
+        events: &Arc<CqEvents>,
+    ) -> Result<(Self, u32)>;
+
+    /// A process (`user`) or a kernel consumer asks for room for `cqe` completions;
+    /// returns the new number held.
+    fn resize_cq(_cq: &Cq<T>, _cqe: u32, _user: Option<&UserCall<'_, T>>) -> Result<u32> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel consumer takes completions, as many as `out` has room for. May be called
+    /// in atomic context.
+    fn poll_cq(cq: &Cq<T>, out: &mut WcOut<'_>);
+
+    /// The consumer asks for a completion event on the next completion of kind `how`.
+    ///
+    /// With `report_missed`, returns whether completions are already waiting (which
+    /// the consumer would otherwise never hear about). May be called in atomic context.
+    fn req_notify_cq(cq: &Cq<T>, how: Notify, report_missed: bool) -> bool;
+}
+
 /// The consumer's callbacks of one CQ: its completion handler and its event handler
 /// ([`Events`]).
 pub(crate) type CqEvents = Events<bindings::ib_cq>;
@@ -107,7 +139,9 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     ops.create_cq = Some(create_cq::<T>);
     ops.create_user_cq = Some(create_cq::<T>);
     ops.destroy_cq = Some(destroy_cq::<T>);
-    ops.resize_user_cq = Some(resize_user_cq::<T>);
+    if T::Cq::HAS_RESIZE_CQ {
+        ops.resize_user_cq = Some(resize_user_cq::<T>);
+    }
     ops.req_notify_cq = Some(req_notify_cq::<T>);
     ops.poll_cq = Some(poll_cq::<T>);
 }
@@ -134,7 +168,7 @@ unsafe extern "C" fn create_cq<T: Driver>(
         };
         let events = CqEvents::new(cq)?;
         let (data, cqe) = if user.is_null() {
-            T::create_cq(dev, &init, None, &events)?
+            T::Cq::create_cq(dev, &init, None, &events)?
         } else {
             // SAFETY: A bundle's context and udata are valid for the call, and the
             // context is one of our device's.
@@ -144,7 +178,7 @@ unsafe extern "C" fn create_cq<T: Driver>(
                     udata: Udata::from_raw(bindings::rxe_rs_bundle_udata(user)).ok_or(EINVAL)?,
                 }
             };
-            T::create_cq(dev, &init, Some(&call), &events)?
+            T::Cq::create_cq(dev, &init, Some(&call), &events)?
         };
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Cq::<T>::init(cq, events, Ok(data))? };
@@ -181,7 +215,7 @@ unsafe extern "C" fn resize_user_cq<T: Driver>(
         // SAFETY: `udata` is null or valid for the call, and then part of a bundle whose
         // context is one of our device's.
         let user = unsafe { UserCall::from_udata(udata) };
-        let n = T::resize_cq(cq, cqe, user.as_ref())?;
+        let n = T::Cq::resize_cq(cq, cqe, user.as_ref())?;
         cq.set_cqe(n);
         Ok(0)
     })
@@ -201,7 +235,7 @@ unsafe extern "C" fn req_notify_cq<T: Driver>(cq: *mut bindings::ib_cq, flags: u
         Notify::NextComp
     };
     let report = flags & bindings::ib_cq_notify_flags_IB_CQ_REPORT_MISSED_EVENTS != 0;
-    c_int::from(T::req_notify_cq(cq, how, report))
+    c_int::from(T::Cq::req_notify_cq(cq, how, report))
 }
 
 /// # Safety
@@ -216,7 +250,7 @@ unsafe extern "C" fn poll_cq<T: Driver>(
     let cq = unsafe { Cq::<T>::from_raw(cq) };
     // SAFETY: The consumer's array has room for `n` completions.
     let mut out = unsafe { WcOut::new(wc, usize::try_from(n).unwrap_or(0)) };
-    T::poll_cq(cq, &mut out);
+    T::Cq::poll_cq(cq, &mut out);
     // At most `n` were written, so this fits.
     out.filled() as c_int
 }

@@ -27,23 +27,23 @@
 //! calls), which may be called in atomic context.
 //!
 //! ib_core refuses to register a device that lacks one of the verbs
-//! `ib_device_check_mandatory()` lists; [`Driver`] requires each of them, and the ops
-//! table has every verb this layer offers.
+//! `ib_device_check_mandatory()` lists; [`Driver`] and the object traits require each of
+//! them. The optional verbs go into the ops table only if the driver implements them
+//! (`#[vtable]`'s `HAS_*`), each object's file filling in its own.
 
 use super::{
-    ah::{self, Ah},
+    ah::{self, AhOps},
     bindings,
-    cq::{self, Cq, CqEvents, CqInit, Notify, UserCall},
-    mr::{self, KernelMemory, Mr, MrCreated, PageList},
-    mw,
+    cq::{self, CqOps},
+    mr::{self, MrOps},
+    mw::{self, MwOps},
     netdev::{NetDevice, NetDeviceRef},
-    pd::{self, PdId},
-    qp::{self, AddressVector, Qp, QpAttr, QpCreated, QpEvents, QpInit, QpQuery},
-    srq::{self, Srq, SrqAttr, SrqEvents, SrqModify},
+    pd::{self, PdOps},
+    qp::{self, QpOps},
+    srq::{self, SrqOps},
     stats::StatDesc,
-    ucontext::{self, Ucontext},
+    ucontext::{self, UcontextOps},
     udata::Udata,
-    wr::{RecvWr, SendWr, WcOut},
 };
 use core::{mem::size_of, ptr, ptr::NonNull};
 use kernel::{
@@ -51,10 +51,7 @@ use kernel::{
     ffi::{c_int, c_ulong},
     prelude::*,
     str::CStr,
-    sync::{
-        aref::{ARef, AlwaysRefCounted},
-        Arc,
-    },
+    sync::aref::{ARef, AlwaysRefCounted},
     types::Opaque,
 };
 
@@ -408,29 +405,36 @@ pub(crate) struct DeviceInfo<'a> {
     pub(crate) num_comp_vectors: u32,
 }
 
-/// An RDMA driver: the verbs one kind of device implements.
+/// An RDMA driver: the verbs of its devices, and the types of its objects, each of which
+/// implements its object's verbs ([`UcontextOps`], [`PdOps`], [`CqOps`], [`QpOps`],
+/// [`SrqOps`], [`AhOps`], [`MrOps`], [`MwOps`]).
 ///
 /// Every method runs in process context and may sleep unless its documentation says
-/// otherwise. The `Device<Self>` handed to a method is registered (or being registered or unregistered) for the whole call.
+/// otherwise. The `Device<Self>` handed to a method is registered (or being registered
+/// or unregistered) for the whole call. Optional verbs (a default body here and in the
+/// object traits) a driver does not implement are left out of the ops table, so that
+/// ib_core answers for them as it does for any driver without them (mostly with
+/// `EOPNOTSUPP`); an object kind whose create is not implemented is left out whole.
+#[vtable]
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Per-device data, pin-initialised inside ib_core's device allocation.
     type Data: Send + Sync;
     /// Per-process (`ib_ucontext`) data.
-    type Ucontext: Send + Sync;
+    type Ucontext: UcontextOps<Self>;
     /// Per-protection-domain data.
-    type Pd: Send + Sync;
+    type Pd: PdOps<Self>;
     /// Per-completion-queue data.
-    type Cq: Send + Sync;
+    type Cq: CqOps<Self>;
     /// Per-queue-pair data.
-    type Qp: Send + Sync;
+    type Qp: QpOps<Self>;
     /// Per-shared-receive-queue data.
-    type Srq: Send + Sync;
+    type Srq: SrqOps<Self>;
     /// Per-address-handle data.
-    type Ah: Send + Sync;
+    type Ah: AhOps<Self>;
     /// Per-memory-region data.
-    type Mr: Send + Sync;
+    type Mr: MrOps<Self>;
     /// Per-memory-window data.
-    type Mw: Send + Sync;
+    type Mw: MwOps<Self>;
 
     /// The version of the driver's user ABI (`uverbs_abi_ver`), which its userspace
     /// provider checks.
@@ -448,168 +452,19 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The P_Key at `index` of the port's table.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
-    /// The link layer of the port.
-    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
-
-    /// A process opened the device.
-    fn alloc_ucontext(
-        dev: &Device<Self>,
-        udata: Option<&Udata>,
-    ) -> impl PinInit<Self::Ucontext, Error>;
-
-    /// The device is going away while a process still has it open.
-    ///
-    /// ib_core has already revoked nothing of the driver's own: after this returns it
-    /// destroys every object the process holds (through the usual destroy verbs, which
-    /// must not fail) and then the context. Hardware drivers stop their DMA here.
-    fn disassociate_ucontext(ctx: &Ucontext<Self>);
-
-    /// A protection domain is allocated.
-    fn alloc_pd(dev: &Device<Self>, udata: Option<&Udata>) -> impl PinInit<Self::Pd, Error>;
-
-    /// A completion queue is created, for a process (`user`) or a kernel consumer.
-    ///
-    /// Returns the CQ's data and the number of completions it holds (at least
-    /// `attr.cqe`), which the consumer is told. `events` reaches the consumer's handlers
-    /// until the CQ is destroyed.
-    fn create_cq(
-        dev: &Device<Self>,
-        attr: &CqInit,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<CqEvents>,
-    ) -> Result<(Self::Cq, u32)>;
-
-    /// A process (`user`) or a kernel consumer asks for room for `cqe` completions;
-    /// returns the new number held.
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserCall<'_, Self>>) -> Result<u32>;
-
-    /// A queue pair is created, for a process (`user`) or a kernel consumer.
-    ///
-    /// `events` reaches the consumer's event handler until the QP is destroyed. The
-    /// capacities returned are what the QP's queues actually hold.
-    fn create_qp(
-        dev: &Device<Self>,
-        init: &QpInit<'_, Self>,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<QpEvents>,
-    ) -> Result<QpCreated<Self::Qp>>;
-
-    /// The consumer changes a QP's state and attributes.
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, user: Option<&UserCall<'_, Self>>) -> Result;
-
-    /// The consumer asks for a QP's state and attributes.
-    fn query_qp(qp: &Qp<Self>) -> QpQuery;
-
-    /// A QP is about to be destroyed: once this returns, nothing of it may run.
-    ///
-    /// ib_core frees the QP right after; its data is dropped in place just before.
-    fn destroy_qp(qp: &Qp<Self>);
-
-    /// A process rang the send doorbell: new work requests are in the QP's send ring.
-    /// May be called in atomic context.
-    fn doorbell(qp: &Qp<Self>) -> Result;
-
-    /// The kernel posts one send work request (of a chain: each in turn until one
-    /// fails). May be called in atomic context.
-    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_>) -> Result;
-
-    /// The kernel posts one receive work request, as [`Driver::post_send`].
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result;
-
-    /// The kernel posts one receive work request to an SRQ, as [`Driver::post_send`].
-    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result;
-
-    /// A kernel consumer takes completions, as many as `out` has room for. May be called
-    /// in atomic context.
-    fn poll_cq(cq: &Cq<Self>, out: &mut WcOut<'_>);
-
-    /// A shared receive queue is created; returns its data and its actual attributes.
-    fn create_srq(
-        dev: &Device<Self>,
-        attr: &SrqAttr,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<SrqEvents>,
-    ) -> Result<(Self::Srq, SrqAttr)>;
-
-    /// The consumer resizes an SRQ or arms its limit.
-    fn modify_srq(srq: &Srq<Self>, m: &SrqModify, user: Option<&UserCall<'_, Self>>) -> Result;
-
-    /// The consumer asks for an SRQ's attributes.
-    fn query_srq(srq: &Srq<Self>) -> SrqAttr;
-
-    /// An address handle is created in PD `pd`; `may_sleep` is false for a kernel
-    /// consumer in atomic context.
-    fn create_ah(
-        dev: &Device<Self>,
-        pd: PdId,
-        av: &AddressVector,
-        may_sleep: bool,
-        user: Option<&UserCall<'_, Self>>,
-    ) -> Result<Self::Ah>;
-
-    /// The address an AH stands for.
-    fn query_ah(ah: &Ah<Self>) -> AddressVector;
-
-    /// A process registers `len` bytes of its memory at `start`, addressed from `iova`.
-    fn reg_user_mr(
-        dev: &Device<Self>,
-        pd: PdId,
-        start: u64,
-        len: u64,
-        iova: u64,
-        access: u32,
-        user: &UserCall<'_, Self>,
-    ) -> Result<MrCreated<Self::Mr>>;
-
-    /// A process advises the device to map the pages of on-demand MRs (`ibv_advise_mr()`)
-    /// now; with `flush`, before the call returns.
-    fn advise_mr(dev: &Device<Self>, pd: PdId, advice: Advice, flush: bool, sges: &[Sge])
-        -> Result;
-
-    /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey),
-    /// which `mem` opens.
-    fn get_dma_mr(
-        dev: &Device<Self>,
-        pd: PdId,
-        access: u32,
-        mem: KernelMemory,
-    ) -> Result<MrCreated<Self::Mr>>;
-
-    /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
-    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self::Mr>>;
-
-    /// An MR is to be deregistered: refuse, and it stays as it is; succeed, and it is
-    /// dropped.
-    fn dereg_mr(mr: &Mr<Self>) -> Result;
-
-    /// The page list `map_mr_sg` fills, for an MR made by [`Driver::alloc_mr`].
-    fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList>;
-
-    /// A memory window of type 1 or 2 (`type2`) is allocated; returns it and its rkey.
-    fn alloc_mw(
-        dev: &Device<Self>,
-        pd: PdId,
-        type2: bool,
-        user: Option<&UserCall<'_, Self>>,
-    ) -> Result<(Self::Mw, u32)>;
-
-    /// A UD QP joins the multicast group `gid`.
-    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
-
-    /// A UD QP leaves the multicast group `gid`.
-    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result;
+    /// The link layer of the port (without it, ib_core derives it from the port's
+    /// protocol).
+    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The names of the per-port counters that `rdma statistic` shows.
-    const PORT_STATS: &'static [StatDesc];
+    const PORT_STATS: &'static [StatDesc] = &[];
 
     /// Fills in the counters of `port`, in [`Driver::PORT_STATS`] order.
-    fn port_stats(dev: &Device<Self>, port: u32, values: &mut [u64]);
-
-    /// The consumer asks for a completion event on the next completion of kind `how`.
-    ///
-    /// With `report_missed`, returns whether completions are already waiting (which
-    /// the consumer would otherwise never hear about). May be called in atomic context.
-    fn req_notify_cq(cq: &Cq<Self>, how: Notify, report_missed: bool) -> bool;
+    fn port_stats(_dev: &Device<Self>, _port: u32, _values: &mut [u64]) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 }
 
 /// An RDMA device of driver `T`: ib_core's `struct ib_device` followed by `T::Data`.
@@ -773,12 +628,16 @@ impl<T: Driver> Device<T> {
             query_port: Some(Self::query_port),
             get_port_immutable: Some(Self::get_port_immutable),
             query_pkey: Some(Self::query_pkey),
-            get_link_layer: Some(Self::get_link_layer),
-            alloc_hw_port_stats: Some(Self::alloc_hw_port_stats),
-            get_hw_stats: Some(Self::get_hw_stats),
             dealloc_driver: Some(Self::dealloc_driver),
             ..pin_init::zeroed()
         };
+        if T::HAS_LINK_LAYER {
+            ops.get_link_layer = Some(Self::get_link_layer);
+        }
+        if T::HAS_PORT_STATS {
+            ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
+            ops.get_hw_stats = Some(Self::get_hw_stats);
+        }
         ucontext::set_ops::<T>(&mut ops);
         pd::set_ops::<T>(&mut ops);
         cq::set_ops::<T>(&mut ops);

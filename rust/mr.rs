@@ -322,6 +322,57 @@ pub(crate) struct MrCreated<D> {
     pub(crate) rkey: u32,
 }
 
+/// The verbs of a memory region: what a driver's MR data (`T::Mr`) implements.
+#[vtable]
+pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
+    /// A process registers `len` bytes of its memory at `start`, addressed from `iova`.
+    fn reg_user_mr(
+        dev: &Device<T>,
+        pd: PdId,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        user: &UserCall<'_, T>,
+    ) -> Result<MrCreated<Self>>;
+
+    /// A process advises the device to map the pages of on-demand MRs (`ibv_advise_mr()`)
+    /// now; with `flush`, before the call returns.
+    fn advise_mr(
+        _dev: &Device<T>,
+        _pd: PdId,
+        _advice: Advice,
+        _flush: bool,
+        _sges: &[Sge],
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey),
+    /// which `mem` opens.
+    fn get_dma_mr(
+        dev: &Device<T>,
+        pd: PdId,
+        access: u32,
+        mem: KernelMemory,
+    ) -> Result<MrCreated<Self>>;
+
+    /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
+    /// Goes with [`MrOps::mr_page_list`].
+    fn alloc_mr(_dev: &Device<T>, _pd: PdId, _max_pages: u32) -> Result<MrCreated<Self>> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// An MR is to be deregistered: refuse, and it stays as it is; succeed, and it is
+    /// dropped.
+    fn dereg_mr(mr: &Mr<T>) -> Result;
+
+    /// The page list `map_mr_sg` fills, for an MR made by [`MrOps::alloc_mr`].
+    fn mr_page_list(_mr: &Mr<T>) -> Option<&PageList> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// The kind of a memory region.
 pub(crate) enum MrKind {}
 
@@ -364,7 +415,7 @@ impl<T: Driver> Mr<T> {
         nents: c_int,
         offset: *mut c_uint,
     ) -> Result<c_int> {
-        let list = T::mr_page_list(self).ok_or(EINVAL)?;
+        let list = T::Mr::mr_page_list(self).ok_or(EINVAL)?;
         let mr = self.as_raw();
         // SAFETY: ib_core set the page size for this mapping before calling.
         let page_size = unsafe { (*mr).page_size };
@@ -391,7 +442,7 @@ impl<T: Driver> Mr<T> {
 unsafe extern "C" fn set_page<T: Driver>(mr: *mut bindings::ib_mr, addr: u64) -> c_int {
     // SAFETY: The MR is the one `map_sg` maps, live for the call.
     let this = unsafe { Mr::<T>::from_raw(mr) };
-    match T::mr_page_list(this).map(|l| l.push(addr)) {
+    match T::Mr::mr_page_list(this).map(|l| l.push(addr)) {
         Some(Ok(())) => 0,
         Some(Err(e)) => e.to_errno(),
         None => EINVAL.to_errno(),
@@ -403,9 +454,13 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     ops.get_dma_mr = Some(get_dma_mr::<T>);
     ops.reg_user_mr = Some(reg_user_mr::<T>);
     ops.dereg_mr = Some(dereg_mr::<T>);
-    ops.advise_mr = Some(advise_mr::<T>);
-    ops.alloc_mr = Some(alloc_mr::<T>);
-    ops.map_mr_sg = Some(map_mr_sg::<T>);
+    if T::Mr::HAS_ADVISE_MR {
+        ops.advise_mr = Some(advise_mr::<T>);
+    }
+    if T::Mr::HAS_ALLOC_MR && T::Mr::HAS_MR_PAGE_LIST {
+        ops.alloc_mr = Some(alloc_mr::<T>);
+        ops.map_mr_sg = Some(map_mr_sg::<T>);
+    }
 }
 
 /// # Safety
@@ -428,7 +483,7 @@ unsafe extern "C" fn reg_user_mr<T: Driver>(
         let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
-        let made = T::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
+        let made = T::Mr::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
         Mr::<T>::into_raw(made, iova, len)
     })();
     res.unwrap_or_else(|e| e.to_ptr())
@@ -474,7 +529,7 @@ unsafe extern "C" fn advise_mr<T: Driver>(
         }
         // SAFETY: ib_core calls this with a live PD of our device.
         let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
-        T::advise_mr(dev, PdId::of(pd), advice, flush, &sges)?;
+        T::Mr::advise_mr(dev, PdId::of(pd), advice, flush, &sges)?;
         Ok(0)
     })
 }
@@ -493,7 +548,7 @@ unsafe extern "C" fn alloc_mr<T: Driver>(
     }
     // SAFETY: ib_core calls this with a live PD of our device.
     let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
-    T::alloc_mr(dev, PdId::of(pd), max_num_sg)
+    T::Mr::alloc_mr(dev, PdId::of(pd), max_num_sg)
         .and_then(|made| Mr::<T>::into_raw(made, 0, 0))
         .unwrap_or_else(|e| e.to_ptr())
 }
@@ -521,7 +576,7 @@ unsafe extern "C" fn get_dma_mr<T: Driver>(
     // SAFETY: ib_core calls this with a live PD of our device.
     let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
     // Only kernel consumers have a DMA MR: ib_core makes one for a kernel PD.
-    T::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
+    T::Mr::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
         .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
         .unwrap_or_else(|e| e.to_ptr())
 }
@@ -534,7 +589,7 @@ unsafe extern "C" fn dereg_mr<T: Driver>(
     _udata: *mut bindings::ib_udata,
 ) -> c_int {
     // SAFETY: ib_core calls this on a live MR this driver made.
-    if let Err(e) = T::dereg_mr(unsafe { Mr::<T>::from_raw(mr) }) {
+    if let Err(e) = T::Mr::dereg_mr(unsafe { Mr::<T>::from_raw(mr) }) {
         return e.to_errno();
     }
     // SAFETY: The driver let it go; ib_core forgets it when this returns 0.

@@ -18,6 +18,22 @@ use super::{
 use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
+/// The verbs of a memory window: what a driver's MW data (`T::Mw`) implements. A
+/// driver without `alloc_mw` has no memory windows.
+#[vtable]
+pub(crate) trait MwOps<T: Driver>: Sized + Send + Sync {
+    /// A memory window of type 1 or 2 (`type2`) is allocated in PD `pd`; returns it and
+    /// its rkey.
+    fn alloc_mw(
+        _dev: &Device<T>,
+        _pd: PdId,
+        _type2: bool,
+        _user: Option<&UserCall<'_, T>>,
+    ) -> Result<(Self, u32)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// The kind of a memory window.
 pub(crate) enum MwKind {}
 
@@ -32,6 +48,9 @@ pub(crate) type Mw<T> = Object<T, MwKind>;
 
 /// Fills in the MW verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    if !T::Mw::HAS_ALLOC_MW {
+        return;
+    }
     ops.size_ib_mw = size_of::<Mw<T>>();
     ops.alloc_mw = Some(alloc_mw::<T>);
     ops.dealloc_mw = Some(dealloc_mw::<T>);
@@ -57,7 +76,7 @@ unsafe extern "C" fn alloc_mw<T: Driver>(
         };
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let (data, rkey) = T::alloc_mw(dev, PdId::of(ib.pd), type2, user.as_ref())?;
+        let (data, rkey) = T::Mw::alloc_mw(dev, PdId::of(ib.pd), type2, user.as_ref())?;
         ib.rkey = rkey;
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Mw::<T>::init(mw, (), Ok(data))? };

@@ -16,7 +16,14 @@ use super::{
     udata::Udata,
 };
 use core::mem::size_of;
-use kernel::{error::from_result, ffi::c_int};
+use kernel::{error::from_result, ffi::c_int, prelude::*};
+
+/// The verbs of a protection domain: what a driver's PD data (`T::Pd`) implements.
+#[vtable]
+pub(crate) trait PdOps<T: Driver>: Sized + Send + Sync {
+    /// A protection domain is allocated, for a process (`udata`) or a kernel consumer.
+    fn alloc_pd(dev: &Device<T>, udata: Option<&Udata>) -> impl PinInit<Self, Error>;
+}
 
 /// Which PD an object was made in, for the data path's checks (an MR serves a QP only
 /// if both are in the same PD). The PD's address: ib_core keeps a PD alive, at one
@@ -64,7 +71,7 @@ unsafe extern "C" fn alloc_pd<T: Driver>(
         // SAFETY: `udata` is null or valid for the call.
         let udata = unsafe { Udata::from_raw(udata) };
         // SAFETY: As above; nothing of the block is initialised yet.
-        unsafe { Pd::<T>::init(pd, (), T::alloc_pd(dev, udata))? };
+        unsafe { Pd::<T>::init(pd, (), T::Pd::alloc_pd(dev, udata))? };
         Ok(0)
     })
 }

@@ -484,6 +484,57 @@ impl QpEvent {
     }
 }
 
+/// The verbs of a queue pair: what a driver's QP data (`T::Qp`) implements.
+#[vtable]
+pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
+    /// A queue pair is created, for a process (`user`) or a kernel consumer.
+    ///
+    /// `events` reaches the consumer's event handler until the QP is destroyed. The
+    /// capacities returned are what the QP's queues actually hold.
+    fn create_qp(
+        dev: &Device<T>,
+        init: &QpInit<'_, T>,
+        user: Option<&UserCall<'_, T>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self>>;
+
+    /// The consumer changes a QP's state and attributes.
+    fn modify_qp(qp: &Qp<T>, attr: &QpAttr, user: Option<&UserCall<'_, T>>) -> Result;
+
+    /// The consumer asks for a QP's state and attributes.
+    fn query_qp(_qp: &Qp<T>) -> QpQuery {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A QP is about to be destroyed: once this returns, nothing of it may run.
+    ///
+    /// ib_core frees the QP right after; its data is dropped in place just before.
+    fn destroy_qp(qp: &Qp<T>);
+
+    /// A process rang the send doorbell: new work requests are in the QP's send ring.
+    /// May be called in atomic context. Without it, a process's post fails.
+    fn doorbell(_qp: &Qp<T>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The kernel posts one send work request (of a chain: each in turn until one
+    /// fails). May be called in atomic context.
+    fn post_send(qp: &Qp<T>, wr: &SendWr<'_>) -> Result;
+
+    /// The kernel posts one receive work request, as [`QpOps::post_send`].
+    fn post_recv(qp: &Qp<T>, wr: &RecvWr<'_>) -> Result;
+
+    /// A UD QP joins the multicast group `gid`.
+    fn attach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// A UD QP leaves the multicast group `gid`.
+    fn detach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
 /// The consumer's event callback of one QP ([`Events`]).
 pub(crate) type QpEvents = Events<bindings::ib_qp>;
 
@@ -518,12 +569,16 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     ops.size_ib_qp = size_of::<Qp<T>>();
     ops.create_qp = Some(create_qp::<T>);
     ops.modify_qp = Some(modify_qp::<T>);
-    ops.query_qp = Some(query_qp::<T>);
+    if T::Qp::HAS_QUERY_QP {
+        ops.query_qp = Some(query_qp::<T>);
+    }
     ops.destroy_qp = Some(destroy_qp::<T>);
     ops.post_send = Some(post_send::<T>);
     ops.post_recv = Some(post_recv::<T>);
-    ops.attach_mcast = Some(attach_mcast::<T>);
-    ops.detach_mcast = Some(detach_mcast::<T>);
+    if T::Qp::HAS_ATTACH_MCAST && T::Qp::HAS_DETACH_MCAST {
+        ops.attach_mcast = Some(attach_mcast::<T>);
+        ops.detach_mcast = Some(detach_mcast::<T>);
+    }
 }
 
 /// # Safety
@@ -566,7 +621,7 @@ unsafe extern "C" fn create_qp<T: Driver>(
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let events = QpEvents::new(qp)?;
-        let made = T::create_qp(dev, &qinit, user.as_ref(), &events)?;
+        let made = T::Qp::create_qp(dev, &qinit, user.as_ref(), &events)?;
         made.cap.write_to(&mut a.cap);
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Qp::<T>::init(qp, events, Ok(made.data))? };
@@ -593,7 +648,7 @@ unsafe extern "C" fn modify_qp<T: Driver>(
         let attr = unsafe { QpAttr::from_raw(&*attr, mask as u32) }?;
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::from_udata(udata) };
-        T::modify_qp(qp, &attr, user.as_ref())?;
+        T::Qp::modify_qp(qp, &attr, user.as_ref())?;
         Ok(0)
     })
 }
@@ -611,7 +666,7 @@ unsafe extern "C" fn query_qp<T: Driver>(
     let qp = unsafe { Qp::<T>::from_raw(qp) };
     // SAFETY: `attr` and `init` are valid for writes for the call.
     let (attr, init) = unsafe { (&mut *attr, &mut *init) };
-    T::query_qp(qp).write_to(attr, init);
+    T::Qp::query_qp(qp).write_to(attr, init);
     0
 }
 
@@ -624,7 +679,7 @@ unsafe extern "C" fn destroy_qp<T: Driver>(
 ) -> c_int {
     // SAFETY: ib_core calls this once, on a live QP of our device that is attached to no
     // multicast group.
-    T::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
+    T::Qp::destroy_qp(unsafe { Qp::<T>::from_raw(qp) });
     // SAFETY: As above; the driver has quiesced the QP.
     unsafe { Qp::<T>::drop_in_place(qp) };
     0
@@ -644,7 +699,10 @@ unsafe extern "C" fn post_send<T: Driver>(
     let qp = unsafe { Qp::<T>::from_raw(qp) };
     if wr.is_null() {
         // A process's doorbell: its work requests are in its ring.
-        return from_result(|| T::doorbell(qp).map(|()| 0));
+        if !T::Qp::HAS_DOORBELL {
+            return super::device::eopnotsupp().to_errno();
+        }
+        return from_result(|| T::Qp::doorbell(qp).map(|()| 0));
     }
     if user {
         // A process's work requests go through its ring; uverbs' own post command would
@@ -658,7 +716,7 @@ unsafe extern "C" fn post_send<T: Driver>(
     // SAFETY: `wr` heads a chain of valid requests for the call, of the kind the QP's type
     // says.
     for w in unsafe { SendWr::chain(wr, ud) } {
-        if let Err(e) = T::post_send(qp, &w) {
+        if let Err(e) = T::Qp::post_send(qp, &w) {
             // SAFETY: `bad` is valid for writes for the call.
             unsafe { *bad = w.as_ptr() };
             return e.to_errno();
@@ -679,7 +737,7 @@ unsafe extern "C" fn post_recv<T: Driver>(
     let qp = unsafe { Qp::<T>::from_raw(qp) };
     // SAFETY: `wr` heads a chain of valid requests for the call.
     for w in unsafe { RecvWr::chain(wr) } {
-        if let Err(e) = T::post_recv(qp, &w) {
+        if let Err(e) = T::Qp::post_recv(qp, &w) {
             // SAFETY: `bad` is valid for writes for the call.
             unsafe { *bad = w.as_ptr() };
             return e.to_errno();
@@ -698,7 +756,7 @@ unsafe extern "C" fn attach_mcast<T: Driver>(
 ) -> c_int {
     // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
     let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
-    from_result(|| T::attach_mcast(qp, &gid).map(|()| 0))
+    from_result(|| T::Qp::attach_mcast(qp, &gid).map(|()| 0))
 }
 
 /// # Safety
@@ -711,7 +769,7 @@ unsafe extern "C" fn detach_mcast<T: Driver>(
 ) -> c_int {
     // SAFETY: ib_core calls this on a live QP of our device; `gid` is valid.
     let (qp, gid) = unsafe { (Qp::<T>::from_raw(qp), (*gid).raw) };
-    from_result(|| T::detach_mcast(qp, &gid).map(|()| 0))
+    from_result(|| T::Qp::detach_mcast(qp, &gid).map(|()| 0))
 }
 
 #[cfg(CONFIG_RDMA_RXE_RS_KUNIT_TEST)]

@@ -18,7 +18,38 @@ use super::{
     wr::RecvWr,
 };
 use core::mem::size_of;
-use kernel::{error::from_result, ffi::c_int, sync::Arc};
+use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
+
+/// The verbs of a shared receive queue: what a driver's SRQ data (`T::Srq`)
+/// implements. A driver without `create_srq` has no SRQs.
+#[vtable]
+pub(crate) trait SrqOps<T: Driver>: Sized + Send + Sync {
+    /// A shared receive queue is created; returns its data and its actual attributes.
+    fn create_srq(
+        _dev: &Device<T>,
+        _attr: &SrqAttr,
+        _user: Option<&UserCall<'_, T>>,
+        _events: &Arc<SrqEvents>,
+    ) -> Result<(Self, SrqAttr)> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The consumer resizes an SRQ or arms its limit.
+    fn modify_srq(_srq: &Srq<T>, _m: &SrqModify, _user: Option<&UserCall<'_, T>>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The consumer asks for an SRQ's attributes.
+    fn query_srq(_srq: &Srq<T>) -> SrqAttr {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The kernel posts one receive work request (of a chain: each in turn until one
+    /// fails). May be called in atomic context.
+    fn post_srq_recv(_srq: &Srq<T>, _wr: &RecvWr<'_>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
 
 /// The sizes and limit of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default)]
@@ -73,12 +104,21 @@ pub(crate) type Srq<T> = Object<T, SrqKind>;
 
 /// Fills in the SRQ verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    if !T::Srq::HAS_CREATE_SRQ {
+        return;
+    }
     ops.size_ib_srq = size_of::<Srq<T>>();
     ops.create_srq = Some(create_srq::<T>);
-    ops.modify_srq = Some(modify_srq::<T>);
-    ops.query_srq = Some(query_srq::<T>);
+    if T::Srq::HAS_MODIFY_SRQ {
+        ops.modify_srq = Some(modify_srq::<T>);
+    }
+    if T::Srq::HAS_QUERY_SRQ {
+        ops.query_srq = Some(query_srq::<T>);
+    }
     ops.destroy_srq = Some(destroy_srq::<T>);
-    ops.post_srq_recv = Some(post_srq_recv::<T>);
+    if T::Srq::HAS_POST_SRQ_RECV {
+        ops.post_srq_recv = Some(post_srq_recv::<T>);
+    }
 }
 
 /// # Safety
@@ -102,7 +142,8 @@ unsafe extern "C" fn create_srq<T: Driver>(
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let events = SrqEvents::new(srq)?;
-        let (data, attr) = T::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)?;
+        let (data, attr) =
+            T::Srq::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)?;
         attr.write_to(&mut a.attr);
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Srq::<T>::init(srq, events, Ok(data))? };
@@ -129,7 +170,7 @@ unsafe extern "C" fn modify_srq<T: Driver>(
         };
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::from_udata(udata) };
-        T::modify_srq(srq, &m, user.as_ref())?;
+        T::Srq::modify_srq(srq, &m, user.as_ref())?;
         Ok(0)
     })
 }
@@ -144,7 +185,7 @@ unsafe extern "C" fn query_srq<T: Driver>(
     // SAFETY: ib_core calls this on a live SRQ of our device; `attr` is valid for writes
     // for the call.
     let (srq, attr) = unsafe { (Srq::<T>::from_raw(srq), &mut *attr) };
-    T::query_srq(srq).write_to(attr);
+    T::Srq::query_srq(srq).write_to(attr);
     0
 }
 
@@ -172,7 +213,7 @@ unsafe extern "C" fn post_srq_recv<T: Driver>(
     let srq = unsafe { Srq::<T>::from_raw(srq) };
     // SAFETY: `wr` heads a chain of valid requests for the call.
     for w in unsafe { RecvWr::chain(wr) } {
-        if let Err(e) = T::post_srq_recv(srq, &w) {
+        if let Err(e) = T::Srq::post_srq_recv(srq, &w) {
             // SAFETY: `bad` is valid for writes for the call.
             unsafe { *bad = w.as_ptr() };
             return e.to_errno();

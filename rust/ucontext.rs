@@ -18,7 +18,28 @@ use super::{
     udata::Udata,
 };
 use core::mem::size_of;
-use kernel::{error::from_result, ffi::c_int};
+use kernel::{error::from_result, ffi::c_int, prelude::*};
+
+/// The verbs of a process's context: what a driver's context data (`T::Ucontext`)
+/// implements. Both are optional; a driver without `alloc_ucontext` cannot be opened
+/// by processes (uverbs offers no device file for it).
+#[vtable]
+pub(crate) trait UcontextOps<T: Driver>: Sized + Send + Sync {
+    /// A process opened the device.
+    fn alloc_ucontext(_dev: &Device<T>, _udata: Option<&Udata>) -> Result<Self> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// The device is going away while a process still has it open.
+    ///
+    /// ib_core has already revoked nothing of the driver's own: after this returns it
+    /// destroys every object the process holds (through the usual destroy verbs, which
+    /// must not fail) and then the context. Hardware drivers stop their DMA here. With
+    /// it, ib_core unregisters a device without waiting for its processes to close it.
+    fn disassociate_ucontext(_ctx: &Ucontext<T>) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+}
 
 /// The kind of a process's context.
 pub(crate) enum UcontextKind {}
@@ -34,12 +55,17 @@ pub(crate) type Ucontext<T> = Object<T, UcontextKind>;
 
 /// Fills in the context verbs of an ops table (the mappings of its rings among them).
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    if !T::Ucontext::HAS_ALLOC_UCONTEXT {
+        return;
+    }
     ops.size_ib_ucontext = size_of::<Ucontext<T>>();
     ops.alloc_ucontext = Some(alloc_ucontext::<T>);
     ops.dealloc_ucontext = Some(dealloc_ucontext::<T>);
     ops.mmap = Some(mmap_ring);
     ops.mmap_free = Some(mmap::mmap_free);
-    ops.disassociate_ucontext = Some(disassociate_ucontext::<T>);
+    if T::Ucontext::HAS_DISASSOCIATE_UCONTEXT {
+        ops.disassociate_ucontext = Some(disassociate_ucontext::<T>);
+    }
 }
 
 /// # Safety
@@ -56,7 +82,7 @@ unsafe extern "C" fn alloc_ucontext<T: Driver>(
         // SAFETY: `udata` is null or valid for the call.
         let udata = unsafe { Udata::from_raw(udata) };
         // SAFETY: As above; nothing of the block is initialised yet.
-        unsafe { Ucontext::<T>::init(ctx, (), T::alloc_ucontext(dev, udata))? };
+        unsafe { Ucontext::<T>::init(ctx, (), T::Ucontext::alloc_ucontext(dev, udata))? };
         Ok(0)
     })
 }
@@ -86,5 +112,5 @@ unsafe extern "C" fn mmap_ring(
 /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
 unsafe extern "C" fn disassociate_ucontext<T: Driver>(ctx: *mut bindings::ib_ucontext) {
     // SAFETY: ib_core calls this on a live context of our device.
-    T::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
+    T::Ucontext::disassociate_ucontext(unsafe { Ucontext::<T>::from_raw(ctx) });
 }

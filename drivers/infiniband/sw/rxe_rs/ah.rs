@@ -11,7 +11,9 @@
 //! [`check_av`] checks an address vector, an AH's and a QP's alike.
 
 use crate::ib::{
+    ah::{Ah, AhOps},
     cq::UserCall,
+    device::Device,
     pd::PdId,
     qp::{AddressVector, NetworkType},
     rxe_abi::create_ah_resp,
@@ -128,5 +130,22 @@ impl RxeAh {
 impl Drop for RxeAh {
     fn drop(&mut self) {
         self.table.remove(self.shared.num.get());
+    }
+}
+
+#[vtable]
+impl AhOps<RxeRs> for RxeAh {
+    fn create_ah(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        av: &AddressVector,
+        may_sleep: bool,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<Self> {
+        Self::create(&dev.ahs, &dev.ah_table, (pd, av), may_sleep, user)
+    }
+
+    fn query_ah(ah: &Ah<RxeRs>) -> AddressVector {
+        ah.av()
     }
 }

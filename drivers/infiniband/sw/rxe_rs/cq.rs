@@ -24,7 +24,8 @@
 
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
-    cq::{Cq, CqEvents, CqInit, Notify, UserCall},
+    cq::{Cq, CqEvents, CqInit, CqOps, Notify, UserCall},
+    device::Device,
     mmap::UserMap,
     queue::{Geometry, Ring},
     rxe_abi::UVERBS_WC_LEN,
@@ -343,5 +344,29 @@ impl RxeCq {
             inner.armed = Some(how);
         }
         report_missed && inner.count() != 0
+    }
+}
+
+#[vtable]
+impl CqOps<RxeRs> for RxeCq {
+    fn create_cq(
+        dev: &Device<RxeRs>,
+        attr: &CqInit,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<CqEvents>,
+    ) -> Result<(Self, u32)> {
+        Self::create(&dev.cqs, attr, user, events)
+    }
+
+    fn resize_cq(cq: &Cq<RxeRs>, cqe: u32, user: Option<&UserCall<'_, RxeRs>>) -> Result<u32> {
+        Self::resize(cq, cqe, user)
+    }
+
+    fn poll_cq(cq: &Cq<RxeRs>, out: &mut WcOut<'_>) {
+        cq.poll(out);
+    }
+
+    fn req_notify_cq(cq: &Cq<RxeRs>, how: Notify, report_missed: bool) -> bool {
+        cq.req_notify(how, report_missed)
     }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! The rxe_rs device: creation on top of a netdev, attributes, ports, and the driver's
-//! verbs ([`RxeRs`]'s [`Driver`] impl), each of which hands over to its object's file.
+//! The rxe_rs device: creation on top of a netdev, attributes and ports ([`RxeRs`]'s
+//! [`Driver`] impl). The verbs of each object are implemented in its file (`CqOps` for
+//! [`RxeCq`] in `cq.rs`, `QpOps` for [`RxeQp`] in `qp/mod.rs`, and so on).
 //!
 //! A device has one port, bound to the netdev it was created on. It presents itself as
 //! rxe does (driver id `RDMA_DRIVER_RXE`, uverbs ABI 2), which is what librxe binds to.
@@ -9,25 +10,15 @@
 //! from the netdev on every query.
 
 use crate::ib::{
-    ah::Ah,
-    cq::{Cq, CqEvents, CqInit, Notify, UserCall},
     device::{
-        cap, port_cap, Advice, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState, Sge,
+        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
+        PhysState, PortAttr, PortImmutable, PortState,
     },
     link::LinkDriver,
-    mr::{KernelMemory, Mr, MrCreated, PageList},
     netdev::{NetDevice, NetDeviceRef},
-    pd::PdId,
-    qp::AddressVector,
-    qp::{Qp, QpAttr, QpCreated, QpEvents, QpInit, QpQuery},
-    srq::{Srq, SrqAttr, SrqEvents, SrqModify},
     stats::StatDesc,
     task::Workqueue,
-    ucontext::Ucontext,
-    udata::Udata,
     udp::Tunnels,
-    wr::{RecvWr, SendWr, WcOut},
 };
 use crate::ib::{
     skb::Skb,
@@ -69,13 +60,13 @@ pub(crate) struct RxeDev {
     pub(crate) ndev: NetDeviceRef,
     /// The active path MTU, as `Mtu as u32`; follows the netdev's MTU.
     active_mtu: Atomic<u32>,
-    ucontexts: Arc<Quota>,
-    pds: Arc<Quota>,
-    cqs: Arc<Quota>,
+    pub(crate) ucontexts: Arc<Quota>,
+    pub(crate) pds: Arc<Quota>,
+    pub(crate) cqs: Arc<Quota>,
     pub(crate) qps: Arc<Quota>,
-    srqs: Arc<Quota>,
-    srq_numbers: SrqNumbers,
-    ahs: Arc<Quota>,
+    pub(crate) srqs: Arc<Quota>,
+    pub(crate) srq_numbers: SrqNumbers,
+    pub(crate) ahs: Arc<Quota>,
     pub(crate) ah_table: Arc<AhTable>,
     pub(crate) mrs: Arc<Quota>,
     pub(crate) mws: Arc<Quota>,
@@ -198,6 +189,7 @@ impl LoopSink for RxeRs {
     }
 }
 
+#[vtable]
 impl Driver for RxeRs {
     type Data = RxeDev;
     type Ucontext = RxeUcontext;
@@ -313,176 +305,10 @@ impl Driver for RxeRs {
         LinkLayer::Ethernet
     }
 
-    fn alloc_ucontext(
-        dev: &Device<Self>,
-        _udata: Option<&Udata>,
-    ) -> impl PinInit<RxeUcontext, Error> {
-        // librxe sends no driver data with this command and expects none back.
-        Quota::charge(&dev.ucontexts).map(RxeUcontext::new)
-    }
-
-    fn disassociate_ucontext(_ctx: &Ucontext<Self>) {
-        // Nothing runs on a process's behalf outside its objects, which ib_core destroys
-        // next; ring pages it still maps stay valid memory the device no longer uses.
-    }
-
-    fn alloc_pd(dev: &Device<Self>, _udata: Option<&Udata>) -> impl PinInit<RxePd, Error> {
-        Quota::charge(&dev.pds).map(RxePd::new)
-    }
-
-    fn create_cq(
-        dev: &Device<Self>,
-        attr: &CqInit,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<CqEvents>,
-    ) -> Result<(RxeCq, u32)> {
-        RxeCq::create(&dev.cqs, attr, user, events)
-    }
-
-    fn resize_cq(cq: &Cq<Self>, cqe: u32, user: Option<&UserCall<'_, Self>>) -> Result<u32> {
-        RxeCq::resize(cq, cqe, user)
-    }
-
-    fn create_qp(
-        dev: &Device<Self>,
-        init: &QpInit<'_, Self>,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<QpEvents>,
-    ) -> Result<QpCreated<RxeQp>> {
-        RxeQp::create(dev, init, user, events)
-    }
-
-    fn modify_qp(qp: &Qp<Self>, attr: &QpAttr, _user: Option<&UserCall<'_, Self>>) -> Result {
-        RxeQp::modify(qp, attr)
-    }
-
-    fn query_qp(qp: &Qp<Self>) -> QpQuery {
-        qp.query()
-    }
-
-    fn destroy_qp(qp: &Qp<Self>) {
-        RxeQp::destroy(qp)
-    }
-
-    fn doorbell(qp: &Qp<Self>) -> Result {
-        RxeQp::doorbell(qp)
-    }
-
-    fn post_send(qp: &Qp<Self>, wr: &SendWr<'_>) -> Result {
-        RxeQp::post_send(qp, wr)
-    }
-
-    fn post_recv(qp: &Qp<Self>, wr: &RecvWr<'_>) -> Result {
-        RxeQp::post_recv(qp, wr)
-    }
-
-    fn post_srq_recv(srq: &Srq<Self>, wr: &RecvWr<'_>) -> Result {
-        srq.post_recv(wr)
-    }
-
-    fn poll_cq(cq: &Cq<Self>, out: &mut WcOut<'_>) {
-        cq.poll(out);
-    }
-
-    fn create_srq(
-        dev: &Device<Self>,
-        attr: &SrqAttr,
-        user: Option<&UserCall<'_, Self>>,
-        events: &Arc<SrqEvents>,
-    ) -> Result<(RxeSrq, SrqAttr)> {
-        RxeSrq::create(&dev.srqs, &dev.srq_numbers, attr, user, events)
-    }
-
-    fn modify_srq(srq: &Srq<Self>, m: &SrqModify, user: Option<&UserCall<'_, Self>>) -> Result {
-        RxeSrq::modify(srq, m, user)
-    }
-
-    fn query_srq(srq: &Srq<Self>) -> SrqAttr {
-        srq.query()
-    }
-
-    fn create_ah(
-        dev: &Device<Self>,
-        pd: PdId,
-        av: &AddressVector,
-        may_sleep: bool,
-        user: Option<&UserCall<'_, Self>>,
-    ) -> Result<RxeAh> {
-        RxeAh::create(&dev.ahs, &dev.ah_table, (pd, av), may_sleep, user)
-    }
-
-    fn query_ah(ah: &Ah<Self>) -> AddressVector {
-        ah.av()
-    }
-
-    fn reg_user_mr(
-        dev: &Device<Self>,
-        pd: PdId,
-        start: u64,
-        len: u64,
-        iova: u64,
-        access: u32,
-        user: &UserCall<'_, Self>,
-    ) -> Result<MrCreated<RxeMr>> {
-        RxeMr::reg_user(dev, pd, (start, len, iova), access, user)
-    }
-
-    fn get_dma_mr(
-        dev: &Device<Self>,
-        pd: PdId,
-        access: u32,
-        mem: KernelMemory,
-    ) -> Result<MrCreated<RxeMr>> {
-        RxeMr::dma(dev, pd, access, mem)
-    }
-
-    fn alloc_mr(dev: &Device<Self>, pd: PdId, max_pages: u32) -> Result<MrCreated<RxeMr>> {
-        RxeMr::fast(dev, pd, max_pages)
-    }
-
-    fn dereg_mr(mr: &Mr<Self>) -> Result {
-        mr.dereg()
-    }
-
-    fn advise_mr(
-        dev: &Device<Self>,
-        pd: PdId,
-        advice: Advice,
-        flush: bool,
-        sges: &[Sge],
-    ) -> Result {
-        RxeMr::advise(dev, pd, advice, flush, sges)
-    }
-
-    fn mr_page_list(mr: &Mr<Self>) -> Option<&PageList> {
-        mr.page_list()
-    }
-
-    fn alloc_mw(
-        dev: &Device<Self>,
-        pd: PdId,
-        type2: bool,
-        user: Option<&UserCall<'_, Self>>,
-    ) -> Result<(RxeMw, u32)> {
-        RxeMw::alloc(dev, pd, type2, user)
-    }
-
-    fn attach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        RxeQp::attach_mcast(qp, gid)
-    }
-
-    fn detach_mcast(qp: &Qp<Self>, gid: &[u8; 16]) -> Result {
-        RxeQp::detach_mcast(qp, gid)
-    }
-
     const PORT_STATS: &'static [StatDesc] = &crate::stats::NAMES;
 
     fn port_stats(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
         dev.counters.read(values);
-    }
-
-    fn req_notify_cq(cq: &Cq<Self>, how: Notify, report_missed: bool) -> bool {
-        cq.req_notify(how, report_missed)
     }
 }
 

@@ -32,7 +32,8 @@ use crate::ib::{
     cq::UserCall,
     device::{eopnotsupp, Device},
     device::{Advice, Sge},
-    mr::{KernelMemory, MrCreated, PageList, Umem},
+    mr::{KernelMemory, Mr, MrCreated, MrOps, PageList, Umem},
+    mw::MwOps,
     odp::{OdpError, OdpUmem},
     pd::PdId,
     sync::SpinLockIrq,
@@ -883,5 +884,63 @@ impl RxeMw {
             },
             rkey,
         ))
+    }
+}
+
+#[vtable]
+impl MrOps<RxeRs> for RxeMr {
+    fn reg_user_mr(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        start: u64,
+        len: u64,
+        iova: u64,
+        access: u32,
+        user: &UserCall<'_, RxeRs>,
+    ) -> Result<MrCreated<Self>> {
+        Self::reg_user(dev, pd, (start, len, iova), access, user)
+    }
+
+    fn advise_mr(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        advice: Advice,
+        flush: bool,
+        sges: &[Sge],
+    ) -> Result {
+        Self::advise(dev, pd, advice, flush, sges)
+    }
+
+    fn get_dma_mr(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        access: u32,
+        mem: KernelMemory,
+    ) -> Result<MrCreated<Self>> {
+        Self::dma(dev, pd, access, mem)
+    }
+
+    fn alloc_mr(dev: &Device<RxeRs>, pd: PdId, max_pages: u32) -> Result<MrCreated<Self>> {
+        Self::fast(dev, pd, max_pages)
+    }
+
+    fn dereg_mr(mr: &Mr<RxeRs>) -> Result {
+        mr.dereg()
+    }
+
+    fn mr_page_list(mr: &Mr<RxeRs>) -> Option<&PageList> {
+        mr.page_list()
+    }
+}
+
+#[vtable]
+impl MwOps<RxeRs> for RxeMw {
+    fn alloc_mw(
+        dev: &Device<RxeRs>,
+        pd: PdId,
+        type2: bool,
+        user: Option<&UserCall<'_, RxeRs>>,
+    ) -> Result<(Self, u32)> {
+        Self::alloc(dev, pd, type2, user)
     }
 }

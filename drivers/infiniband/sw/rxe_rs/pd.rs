@@ -6,15 +6,19 @@
 //! objects are created in, which each check that what they name shares theirs, and
 //! ib_core counts its users and refuses to free it while there are any.
 
-use crate::param::Charge;
+use crate::ib::{device::Device, pd::PdOps, udata::Udata};
+use crate::param::{Charge, Quota};
+use crate::RxeRs;
+use kernel::prelude::*;
 
 /// The driver's part of a protection domain.
 pub(crate) struct RxePd {
     _charge: Charge,
 }
 
-impl RxePd {
-    pub(crate) fn new(charge: Charge) -> Self {
-        Self { _charge: charge }
+#[vtable]
+impl PdOps<RxeRs> for RxePd {
+    fn alloc_pd(dev: &Device<RxeRs>, _udata: Option<&Udata>) -> impl PinInit<Self, Error> {
+        Quota::charge(&dev.pds).map(|charge| Self { _charge: charge })
     }
 }

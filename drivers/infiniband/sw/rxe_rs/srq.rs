@@ -17,8 +17,8 @@ use crate::ib::rxe_abi::{create_srq_resp, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN}
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::UserCall,
-    srq::SrqEvents,
-    srq::{Srq, SrqAttr, SrqModify},
+    device::Device,
+    srq::{Srq, SrqAttr, SrqEvents, SrqModify, SrqOps},
     task::{Task, TaskRun, Workqueue},
     wr::RecvWr,
 };
@@ -246,5 +246,29 @@ impl SrqHandle {
             wq.run(&self.0);
         }
         Some(RecvWqe::parse(bytes, self.0.max_sge))
+    }
+}
+
+#[vtable]
+impl SrqOps<RxeRs> for RxeSrq {
+    fn create_srq(
+        dev: &Device<RxeRs>,
+        attr: &SrqAttr,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<SrqEvents>,
+    ) -> Result<(Self, SrqAttr)> {
+        Self::create(&dev.srqs, &dev.srq_numbers, attr, user, events)
+    }
+
+    fn modify_srq(srq: &Srq<RxeRs>, m: &SrqModify, user: Option<&UserCall<'_, RxeRs>>) -> Result {
+        Self::modify(srq, m, user)
+    }
+
+    fn query_srq(srq: &Srq<RxeRs>) -> SrqAttr {
+        srq.query()
+    }
+
+    fn post_srq_recv(srq: &Srq<RxeRs>, wr: &RecvWr<'_>) -> Result {
+        srq.post_recv(wr)
     }
 }

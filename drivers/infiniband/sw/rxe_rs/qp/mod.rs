@@ -27,8 +27,8 @@
 //! and references: outstanding work is never processed and never completes, and events
 //! not yet delivered are dropped (see `ib::qp::QpEvents`).
 //!
-//! Where each part is (the verbs and the runners are methods of [`RxeQp`] in whichever
-//! file holds them):
+//! Where each part is (the verbs, listed in `RxeQp`'s `QpOps` impl at the end of this
+//! file, and the runners are methods of [`RxeQp`] in whichever file holds them):
 //!
 //! | part                                                          | where      |
 //! |---------------------------------------------------------------|------------|
@@ -61,12 +61,17 @@ mod task;
 use crate::cq::CqHandle;
 use crate::ib::sync::SpinLockIrq;
 use crate::ib::{
+    cq::UserCall,
     device::{Device, DeviceRef},
     pd::PdId,
-    qp::{Qp, QpAttrs, QpCap, QpEvent, QpEvents, QpQuery, QpState, QpType},
+    qp::{
+        Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents, QpInit, QpOps, QpQuery, QpState,
+        QpType,
+    },
     skb::RouteCache,
     task::Task,
     wr::WcQp,
+    wr::{RecvWr, SendWr},
 };
 use crate::mr::Fault;
 use crate::param::Charge;
@@ -329,16 +334,6 @@ impl RxeQp {
         }
     }
 
-    pub(crate) fn attach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
-        let dev = qp.device();
-        dev.mcast.attach(&dev.ndev, gid, qp.qp_num())
-    }
-
-    pub(crate) fn detach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
-        let dev = qp.device();
-        dev.mcast.detach(&dev.ndev, gid, qp.qp_num())
-    }
-
     /// Stops the QP for good: after this nothing of it runs or completes.
     pub(crate) fn destroy(qp: &Qp<RxeRs>) {
         {
@@ -367,5 +362,61 @@ impl RxeQp {
         // run finds the QP dead). Once both are off the workqueue, nothing of the QP
         // runs, and its last references are ours: its rings go here, in process context.
         Task::cancel(&qp.shared);
+    }
+}
+
+/// The verbs of a QP, each carried out in the file named beside it.
+#[vtable]
+impl QpOps<RxeRs> for RxeQp {
+    /// `create.rs`.
+    fn create_qp(
+        dev: &Device<RxeRs>,
+        init: &QpInit<'_, RxeRs>,
+        user: Option<&UserCall<'_, RxeRs>>,
+        events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self>> {
+        Self::create(dev, init, user, events)
+    }
+
+    /// `modify.rs`.
+    fn modify_qp(qp: &Qp<RxeRs>, attr: &QpAttr, _user: Option<&UserCall<'_, RxeRs>>) -> Result {
+        Self::modify(qp, attr)
+    }
+
+    /// This file.
+    fn query_qp(qp: &Qp<RxeRs>) -> QpQuery {
+        qp.query()
+    }
+
+    /// This file.
+    fn destroy_qp(qp: &Qp<RxeRs>) {
+        Self::destroy(qp)
+    }
+
+    /// `post.rs`: the requester runs from the work item or at once.
+    fn doorbell(qp: &Qp<RxeRs>) -> Result {
+        Self::ring_doorbell(qp)
+    }
+
+    /// `post.rs`.
+    fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
+        Self::post_send_wr(qp, wr)
+    }
+
+    /// `post.rs`.
+    fn post_recv(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
+        Self::post_recv_wr(qp, wr)
+    }
+
+    /// This file, through the device's multicast table.
+    fn attach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
+        let dev = qp.device();
+        dev.mcast.attach(&dev.ndev, gid, qp.qp_num())
+    }
+
+    /// As `attach_mcast`.
+    fn detach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
+        let dev = qp.device();
+        dev.mcast.detach(&dev.ndev, gid, qp.qp_num())
     }
 }

@@ -104,7 +104,7 @@ impl RxeQp {
     /// Otherwise it goes into the send ring, and the QP's task runs the requester:
     /// consumers post from any context, interrupts off included, where no packet may
     /// be sent.
-    pub(crate) fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
+    pub(crate) fn post_send_wr(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
         let mut inner = qp.shared.inner.lock();
         if inner.sq.is_user() {
             // A process's work goes through its ring and the doorbell.
@@ -134,7 +134,7 @@ impl RxeQp {
 
     /// A kernel consumer's receive work request: queued in the receive ring (refused in
     /// RESET, as by rxe), and flushed at once in the error state.
-    pub(crate) fn post_recv(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
+    pub(crate) fn post_recv_wr(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
         let mut inner = qp.shared.inner.lock();
         let state = inner.state;
         let Some(rq) = &mut inner.rq else {
@@ -152,7 +152,7 @@ impl RxeQp {
         Ok(())
     }
 
-    pub(crate) fn doorbell(qp: &Qp<RxeRs>) -> Result {
+    pub(crate) fn ring_doorbell(qp: &Qp<RxeRs>) -> Result {
         let mut inner = qp.shared.inner.lock();
         match inner.state {
             // As rxe: the send queue may not be rung before RTS.
