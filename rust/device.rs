@@ -45,7 +45,7 @@ use super::{
     ucontext::{self, UcontextOps},
     udata::Udata,
 };
-use core::{mem::size_of, ptr, ptr::NonNull};
+use core::{marker::PhantomData, mem::size_of, ptr, ptr::NonNull};
 use kernel::{
     error::{from_result, to_result},
     ffi::{c_int, c_ulong},
@@ -53,6 +53,7 @@ use kernel::{
     str::CStr,
     sync::aref::{ARef, AlwaysRefCounted},
     types::Opaque,
+    ThisModule,
 };
 
 /// `EOPNOTSUPP`, which the kernel crate does not define (its `ENOTSUPP` is another number).
@@ -386,11 +387,100 @@ pub(crate) struct PortImmutable {
     pub(crate) roce_v2: bool,
 }
 
-/// The link layer of a port.
+/// The link layer of a port (`enum rdma_link_layer`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum LinkLayer {
-    /// Ethernet (RoCE).
+    /// Not said: ib_core derives it from the port's protocol.
+    #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
+    Unspecified,
+    /// InfiniBand.
+    #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
+    Infiniband,
+    /// Ethernet (RoCE, iWARP).
     Ethernet,
+}
+
+impl LinkLayer {
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::Unspecified => bindings::rdma_link_layer_IB_LINK_LAYER_UNSPECIFIED,
+            Self::Infiniband => bindings::rdma_link_layer_IB_LINK_LAYER_INFINIBAND,
+            Self::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
+        }
+    }
+}
+
+/// Which driver's user ABI a device speaks (`enum rdma_driver_id`): its userspace
+/// provider stamps the id into every command and binds to devices that carry it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct DriverId(u32);
+
+macro_rules! driver_ids {
+    ($($name:ident = $c:ident,)*) => {
+        #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
+        impl DriverId {$(
+            #[doc = concat!("`", stringify!($c), "`.")]
+            pub(crate) const $name: Self = Self(bindings::$c);
+        )*}
+    };
+}
+driver_ids! {
+    UNKNOWN = rdma_driver_id_RDMA_DRIVER_UNKNOWN,
+    MLX5 = rdma_driver_id_RDMA_DRIVER_MLX5,
+    MLX4 = rdma_driver_id_RDMA_DRIVER_MLX4,
+    CXGB3 = rdma_driver_id_RDMA_DRIVER_CXGB3,
+    CXGB4 = rdma_driver_id_RDMA_DRIVER_CXGB4,
+    MTHCA = rdma_driver_id_RDMA_DRIVER_MTHCA,
+    BNXT_RE = rdma_driver_id_RDMA_DRIVER_BNXT_RE,
+    OCRDMA = rdma_driver_id_RDMA_DRIVER_OCRDMA,
+    NES = rdma_driver_id_RDMA_DRIVER_NES,
+    I40IW = rdma_driver_id_RDMA_DRIVER_I40IW,
+    IRDMA = rdma_driver_id_RDMA_DRIVER_IRDMA,
+    VMW_PVRDMA = rdma_driver_id_RDMA_DRIVER_VMW_PVRDMA,
+    QEDR = rdma_driver_id_RDMA_DRIVER_QEDR,
+    HNS = rdma_driver_id_RDMA_DRIVER_HNS,
+    USNIC = rdma_driver_id_RDMA_DRIVER_USNIC,
+    RXE = rdma_driver_id_RDMA_DRIVER_RXE,
+    HFI1 = rdma_driver_id_RDMA_DRIVER_HFI1,
+    QIB = rdma_driver_id_RDMA_DRIVER_QIB,
+    EFA = rdma_driver_id_RDMA_DRIVER_EFA,
+    SIW = rdma_driver_id_RDMA_DRIVER_SIW,
+    ERDMA = rdma_driver_id_RDMA_DRIVER_ERDMA,
+    MANA = rdma_driver_id_RDMA_DRIVER_MANA,
+    IONIC = rdma_driver_id_RDMA_DRIVER_IONIC,
+}
+
+/// uverbs' legacy `write()` commands beyond the set ib_core enables for every device
+/// (`enum ib_uverbs_write_cmds`), which a driver's userspace provider may use.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct WriteCmds(u64);
+
+impl WriteCmds {
+    /// None.
+    pub(crate) const NONE: Self = Self(0);
+    /// `IB_USER_VERBS_CMD_POST_SEND`: a process's post (librxe: its send doorbell).
+    pub(crate) const POST_SEND: Self =
+        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND);
+    /// `IB_USER_VERBS_CMD_POST_RECV`.
+    #[allow(dead_code, reason = "for any driver")]
+    pub(crate) const POST_RECV: Self =
+        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV);
+    /// `IB_USER_VERBS_CMD_POST_SRQ_RECV`.
+    #[allow(dead_code, reason = "for any driver")]
+    pub(crate) const POST_SRQ_RECV: Self =
+        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SRQ_RECV);
+    /// `IB_USER_VERBS_CMD_POLL_CQ`.
+    #[allow(dead_code, reason = "for any driver")]
+    pub(crate) const POLL_CQ: Self =
+        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POLL_CQ);
+    /// `IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`: arming a CQ through the kernel.
+    pub(crate) const REQ_NOTIFY_CQ: Self =
+        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+
+    /// These commands and those of `other`.
+    pub(crate) const fn and(self, other: Self) -> Self {
+        Self(self.0 | other.0)
+    }
 }
 
 /// The static description of a device, handed over at registration.
@@ -436,9 +526,19 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Per-memory-window data.
     type Mw: MwOps<Self>;
 
+    /// The module the driver is in: it owns the devices, and stays loaded while one is
+    /// in use.
+    const MODULE: &'static ThisModule;
+
+    /// The user ABI the driver speaks, which its userspace provider binds to.
+    const DRIVER_ID: DriverId;
+
     /// The version of the driver's user ABI (`uverbs_abi_ver`), which its userspace
     /// provider checks.
     const UVERBS_ABI_VER: u32;
+
+    /// The legacy uverbs commands its userspace provider uses beyond ib_core's default.
+    const WRITE_CMDS: WriteCmds = WriteCmds::NONE;
 
     /// `ibv_query_device()`.
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
@@ -569,11 +669,7 @@ impl<T: Driver> Device<T> {
             for (d, s) in ib.node_desc.iter_mut().zip(&desc[..n]) {
                 *d = *s;
             }
-            // librxe rings its send doorbell with the legacy POST_SEND write and arms
-            // CQs with REQ_NOTIFY_CQ; neither is in ib_core's default mask.
-            ib.uverbs_cmd_mask |= (1u64
-                << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND)
-                | (1u64 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
+            ib.uverbs_cmd_mask |= T::WRITE_CMDS.0;
             // INVARIANT: From here on `dealloc_driver` is set and drops `data`.
             bindings::ib_set_device_ops(raw, &ops);
         }
@@ -598,16 +694,16 @@ impl<T: Driver> Device<T> {
 
     /// Finds the device of driver `T` bound to `ndev`, if any.
     ///
-    /// Devices of other drivers that share the driver id (C rxe) are never returned.
+    /// Devices of other modules that share the driver id (C rxe for rxe_rs) are never
+    /// returned.
     pub(crate) fn find_by_netdev(ndev: &NetDevice) -> Option<DeviceRef<T>> {
         // SAFETY: `ndev` is valid; a non-null result carries a device reference.
-        let raw = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), DRIVER_ID) };
+        let raw = unsafe { bindings::ib_device_get_by_netdev(ndev.as_raw(), T::DRIVER_ID.0) };
         if raw.is_null() {
             return None;
         }
         // SAFETY: `raw` is a registered device on which we hold a reference.
-        let ours =
-            unsafe { bindings::rxe_rs_device_owner(raw) } == crate::THIS_MODULE.as_ptr().cast();
+        let ours = unsafe { bindings::rxe_rs_device_owner(raw) } == T::MODULE.as_ptr().cast();
         if !ours {
             // SAFETY: The reference taken above, not kept.
             unsafe { bindings::ib_device_put(raw) };
@@ -621,8 +717,8 @@ impl<T: Driver> Device<T> {
 
     fn ops_table() -> bindings::ib_device_ops {
         let mut ops = bindings::ib_device_ops {
-            owner: crate::THIS_MODULE.as_ptr().cast(),
-            driver_id: DRIVER_ID,
+            owner: T::MODULE.as_ptr().cast(),
+            driver_id: T::DRIVER_ID.0,
             uverbs_abi_ver: T::UVERBS_ABI_VER,
             query_device: Some(Self::query_device),
             query_port: Some(Self::query_port),
@@ -744,9 +840,7 @@ impl<T: Driver> Device<T> {
     unsafe extern "C" fn get_link_layer(ib: *mut bindings::ib_device, port: u32) -> u32 {
         // SAFETY: ib_core calls this only on our device.
         let dev = unsafe { Self::from_raw(ib) };
-        match T::link_layer(dev, port) {
-            LinkLayer::Ethernet => bindings::rdma_link_layer_IB_LINK_LAYER_ETHERNET,
-        }
+        T::link_layer(dev, port).to_raw()
     }
 
     /// # Safety
@@ -798,9 +892,6 @@ impl<T: Driver> Device<T> {
         unsafe { ptr::drop_in_place(ptr::addr_of_mut!((*this).data)) };
     }
 }
-
-/// The driver id librxe stamps into every command; C rxe uses the same.
-const DRIVER_ID: u32 = bindings::rdma_driver_id_RDMA_DRIVER_RXE;
 
 /// A registered device of driver `T` on which a counted reference is held: reached only
 /// through a [`DeviceRef`].
@@ -865,24 +956,24 @@ impl<T: Driver> core::ops::Deref for HeldDevice<T> {
     }
 }
 
-/// The module's claim on every device with this driver id: dropping it unregisters them
-/// all and waits until each one's `dealloc_driver` has run.
+/// The module's claim on every device with driver `T`'s id: dropping it unregisters
+/// them all and waits until each one's `dealloc_driver` has run.
 ///
 /// Hold it in the module between the link type (dropped before it, so no device is being
-/// added) and the netdev notifier (dropped after it). The id is shared with C rxe, whose
-/// devices this would take down too; the two drivers are never loaded together.
-pub(crate) struct AllDevices(());
+/// added) and the netdev notifier (dropped after it). Devices of another module with the
+/// same id would go too (C rxe's, for rxe_rs): two such drivers are never loaded together.
+pub(crate) struct AllDevices<T: Driver>(PhantomData<T>);
 
-impl AllDevices {
+impl<T: Driver> AllDevices<T> {
     /// Takes the claim, at module load.
     pub(crate) fn new() -> Self {
-        Self(())
+        Self(PhantomData)
     }
 }
 
-impl Drop for AllDevices {
+impl<T: Driver> Drop for AllDevices<T> {
     fn drop(&mut self) {
         // SAFETY: Safe to call from process context at any time.
-        unsafe { bindings::ib_unregister_driver(DRIVER_ID) };
+        unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.0) };
     }
 }

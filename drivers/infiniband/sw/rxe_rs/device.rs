@@ -11,8 +11,8 @@
 
 use crate::ib::{
     device::{
-        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState,
+        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, DriverId, LinkLayer, Mtu,
+        PhysState, PortAttr, PortImmutable, PortState, WriteCmds,
     },
     link::LinkDriver,
     netdev::{NetDevice, NetDeviceRef},
@@ -48,6 +48,7 @@ use kernel::{
         atomic::{Atomic, Relaxed},
         Arc,
     },
+    ThisModule,
 };
 
 /// Per-device state.
@@ -201,8 +202,17 @@ impl Driver for RxeRs {
     type Mr = RxeMr;
     type Mw = RxeMw;
 
+    const MODULE: &'static ThisModule = &crate::THIS_MODULE;
+
+    /// librxe's, which C rxe speaks too.
+    const DRIVER_ID: DriverId = DriverId::RXE;
+
     /// The rxe user ABI version librxe accepts.
     const UVERBS_ABI_VER: u32 = 2;
+
+    /// librxe rings its send doorbell with the legacy post-send command and arms CQs
+    /// through the kernel.
+    const WRITE_CMDS: WriteCmds = WriteCmds::POST_SEND.and(WriteCmds::REQ_NOTIFY_CQ);
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         Ok(DeviceAttr {

@@ -69,7 +69,7 @@ pub(crate) struct RxeRs;
 struct RxeRsModule {
     #[pin]
     link: ib::link::Registration<device::RxeLink>,
-    devices: ib::device::AllDevices,
+    devices: ib::device::AllDevices<RxeRs>,
     #[pin]
     notifier: ib::netdev::Notifier<net::NetEvents>,
     #[pin]
