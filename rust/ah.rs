@@ -18,7 +18,6 @@ use super::{
     pd::PdId,
     qp::AddressVector,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 /// The verbs of an address handle: what a driver's AH data (`T::Ah`) implements. A
@@ -60,7 +59,7 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     if !T::Ah::HAS_CREATE_AH {
         return;
     }
-    ops.size_ib_ah = size_of::<Ah<T>>();
+    ops.size_ib_ah = Ah::<T>::block_size();
     ops.create_ah = Some(create_ah::<T>);
     ops.create_user_ah = Some(create_ah::<T>);
     if T::Ah::HAS_QUERY_AH {

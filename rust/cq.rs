@@ -7,9 +7,10 @@
 //! ib_core allocates a CQ (`size_ib_cq` bytes, zeroed), fills in the device, the consumer's
 //! completion and event handlers and their context, and calls `create_cq` (a kernel
 //! consumer) or `create_user_cq` (a process, through uverbs). After a successful
-//! `destroy_cq` it frees the block. [`Cq<T>`] is the block: the C struct first, then the
-//! driver's data, which the driver builds as a value (anything that must be pinned or
-//! outlive the CQ lives behind an [`Arc`](kernel::sync::Arc) inside it).
+//! `destroy_cq` it frees the block. [`Cq<T>`] is the block: the C struct first, the
+//! consumer's handlers ([`CqEvents`]), then the driver's data, which the driver builds as a
+//! value (anything that must be pinned or outlive the CQ lives behind an
+//! [`Arc`](kernel::sync::Arc) inside it).
 //!
 //! ib_core refuses to destroy a CQ that a QP or SRQ still uses (`usecnt`), so
 //! `destroy_cq` cannot fail here. Process-context callbacks: create, resize, destroy.
@@ -22,12 +23,11 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{Events, Kind, Object, RawObject},
+    object::{Callbacks, Events, Kind, Object, RawObject},
     ucontext::Ucontext,
     udata::Udata,
     wr::WcOut,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
 /// What a CQ is created with.
@@ -112,6 +112,26 @@ pub(crate) trait CqOps<T: Driver>: Sized + Send + Sync {
 /// ([`Events`]).
 pub(crate) type CqEvents = Events<bindings::ib_cq>;
 
+impl CqEvents {
+    /// Tells the consumer that the CQ has new completions (its completion handler).
+    pub(crate) fn completion(&self) {
+        self.with(|cq| {
+            // SAFETY: The CQ is live for the call; ib_core set the handler and its
+            // context before the CQ was created.
+            unsafe {
+                if let Some(handler) = (*cq).comp_handler {
+                    handler(cq, (*cq).cq_context);
+                }
+            }
+        });
+    }
+
+    /// Tells the consumer that a completion was lost for want of room (`IB_EVENT_CQ_ERR`).
+    pub(crate) fn overflow(&self) {
+        self.raise_raw(bindings::ib_event_type_IB_EVENT_CQ_ERR);
+    }
+}
+
 /// The kind of a completion queue.
 pub(crate) enum CqKind {}
 
@@ -135,7 +155,7 @@ impl<T: Driver> Cq<T> {
 
 /// Fills in the CQ verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
-    ops.size_ib_cq = size_of::<Cq<T>>();
+    ops.size_ib_cq = Cq::<T>::block_size();
     ops.create_cq = Some(create_cq::<T>);
     ops.create_user_cq = Some(create_cq::<T>);
     ops.destroy_cq = Some(destroy_cq::<T>);
@@ -166,20 +186,23 @@ unsafe extern "C" fn create_cq<T: Driver>(
             comp_vector: a.comp_vector,
             flags: a.flags,
         };
-        let events = CqEvents::new(cq)?;
-        let (data, cqe) = if user.is_null() {
-            T::Cq::create_cq(dev, &init, None, &events)?
+        let call = if user.is_null() {
+            None
         } else {
             // SAFETY: A bundle's context and udata are valid for the call, and the
             // context is one of our device's.
-            let call = unsafe {
+            Some(unsafe {
                 UserCall {
                     ctx: Ucontext::<T>::from_raw(bindings::rxe_rs_bundle_context(user)),
                     udata: Udata::from_raw(bindings::rxe_rs_bundle_udata(user)).ok_or(EINVAL)?,
                 }
-            };
-            T::Cq::create_cq(dev, &init, Some(&call), &events)?
+            })
         };
+        // SAFETY: ib_core is creating `cq`; it lives until its destroy, and a failed
+        // create revokes the record here.
+        let events = unsafe { CqEvents::new(cq)? };
+        let (data, cqe) = T::Cq::create_cq(dev, &init, call.as_ref(), &events)
+            .inspect_err(|_| events.revoke())?;
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Cq::<T>::init(cq, events, Ok(data))? };
         // SAFETY: `cqe` is a plain field that ib_core reads after we return.

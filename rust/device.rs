@@ -26,7 +26,7 @@
 //! context and may sleep, except the data-path ones (`req_notify_cq`, `poll_cq` and the post
 //! calls), which may be called in atomic context.
 //!
-//! ib_core refuses to register a device that lacks one of the verbs
+//! ib_core offers a device to kernel consumers only if it has every verb
 //! `ib_device_check_mandatory()` lists; [`Driver`] and the object traits require each of
 //! them. The optional verbs go into the ops table only if the driver implements them
 //! (`#[vtable]`'s `HAS_*`), each object's file filling in its own.
@@ -45,7 +45,13 @@ use super::{
     ucontext::{self, UcontextOps},
     udata::Udata,
 };
-use core::{marker::PhantomData, mem::size_of, ptr, ptr::NonNull};
+use core::{
+    any::TypeId,
+    marker::PhantomData,
+    mem::{align_of, offset_of, size_of},
+    ptr,
+    ptr::NonNull,
+};
 use kernel::{
     error::{from_result, to_result},
     ffi::{c_int, c_ulong},
@@ -390,11 +396,11 @@ pub(crate) struct PortImmutable {
 /// The link layer of a port (`enum rdma_link_layer`).
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum LinkLayer {
-    /// Not said: ib_core derives it from the port's protocol.
-    #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
+    /// Not said (ib_core reports it as unknown).
+    #[expect(dead_code, reason = "the whole of the C enum; rxe_rs is Ethernet")]
     Unspecified,
     /// InfiniBand.
-    #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
+    #[expect(dead_code, reason = "the whole of the C enum; rxe_rs is Ethernet")]
     Infiniband,
     /// Ethernet (RoCE, iWARP).
     Ethernet,
@@ -415,39 +421,10 @@ impl LinkLayer {
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct DriverId(u32);
 
-macro_rules! driver_ids {
-    ($($name:ident = $c:ident,)*) => {
-        #[allow(dead_code, reason = "the whole of the C enum, for any driver")]
-        impl DriverId {$(
-            #[doc = concat!("`", stringify!($c), "`.")]
-            pub(crate) const $name: Self = Self(bindings::$c);
-        )*}
-    };
-}
-driver_ids! {
-    UNKNOWN = rdma_driver_id_RDMA_DRIVER_UNKNOWN,
-    MLX5 = rdma_driver_id_RDMA_DRIVER_MLX5,
-    MLX4 = rdma_driver_id_RDMA_DRIVER_MLX4,
-    CXGB3 = rdma_driver_id_RDMA_DRIVER_CXGB3,
-    CXGB4 = rdma_driver_id_RDMA_DRIVER_CXGB4,
-    MTHCA = rdma_driver_id_RDMA_DRIVER_MTHCA,
-    BNXT_RE = rdma_driver_id_RDMA_DRIVER_BNXT_RE,
-    OCRDMA = rdma_driver_id_RDMA_DRIVER_OCRDMA,
-    NES = rdma_driver_id_RDMA_DRIVER_NES,
-    I40IW = rdma_driver_id_RDMA_DRIVER_I40IW,
-    IRDMA = rdma_driver_id_RDMA_DRIVER_IRDMA,
-    VMW_PVRDMA = rdma_driver_id_RDMA_DRIVER_VMW_PVRDMA,
-    QEDR = rdma_driver_id_RDMA_DRIVER_QEDR,
-    HNS = rdma_driver_id_RDMA_DRIVER_HNS,
-    USNIC = rdma_driver_id_RDMA_DRIVER_USNIC,
-    RXE = rdma_driver_id_RDMA_DRIVER_RXE,
-    HFI1 = rdma_driver_id_RDMA_DRIVER_HFI1,
-    QIB = rdma_driver_id_RDMA_DRIVER_QIB,
-    EFA = rdma_driver_id_RDMA_DRIVER_EFA,
-    SIW = rdma_driver_id_RDMA_DRIVER_SIW,
-    ERDMA = rdma_driver_id_RDMA_DRIVER_ERDMA,
-    MANA = rdma_driver_id_RDMA_DRIVER_MANA,
-    IONIC = rdma_driver_id_RDMA_DRIVER_IONIC,
+impl DriverId {
+    /// Soft-RoCE (`RDMA_DRIVER_RXE`), librxe's. The other ids of the enum are added as
+    /// drivers need them.
+    pub(crate) const RXE: Self = Self(bindings::rdma_driver_id_RDMA_DRIVER_RXE);
 }
 
 /// uverbs' legacy `write()` commands beyond the set ib_core enables for every device
@@ -458,21 +435,12 @@ pub(crate) struct WriteCmds(u64);
 impl WriteCmds {
     /// None.
     pub(crate) const NONE: Self = Self(0);
-    /// `IB_USER_VERBS_CMD_POST_SEND`: a process's post (librxe: its send doorbell).
+    /// `IB_USER_VERBS_CMD_POST_SEND`: a process's post, which reaches
+    /// [`QpOps::doorbell`] (the driver's work requests are in its rings; uverbs' own
+    /// are refused). The other legacy posts are not offered: they would hand process-made
+    /// work requests to verbs written for kernel consumers.
     pub(crate) const POST_SEND: Self =
         Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SEND);
-    /// `IB_USER_VERBS_CMD_POST_RECV`.
-    #[allow(dead_code, reason = "for any driver")]
-    pub(crate) const POST_RECV: Self =
-        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_RECV);
-    /// `IB_USER_VERBS_CMD_POST_SRQ_RECV`.
-    #[allow(dead_code, reason = "for any driver")]
-    pub(crate) const POST_SRQ_RECV: Self =
-        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POST_SRQ_RECV);
-    /// `IB_USER_VERBS_CMD_POLL_CQ`.
-    #[allow(dead_code, reason = "for any driver")]
-    pub(crate) const POLL_CQ: Self =
-        Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_POLL_CQ);
     /// `IB_USER_VERBS_CMD_REQ_NOTIFY_CQ`: arming a CQ through the kernel.
     pub(crate) const REQ_NOTIFY_CQ: Self =
         Self(1 << bindings::ib_uverbs_write_cmds_IB_USER_VERBS_CMD_REQ_NOTIFY_CQ);
@@ -503,8 +471,9 @@ pub(crate) struct DeviceInfo<'a> {
 /// otherwise. The `Device<Self>` handed to a method is registered (or being registered
 /// or unregistered) for the whole call. Optional verbs (a default body here and in the
 /// object traits) a driver does not implement are left out of the ops table, so that
-/// ib_core answers for them as it does for any driver without them (mostly with
-/// `EOPNOTSUPP`); an object kind whose create is not implemented is left out whole.
+/// ib_core answers for them as it does for any driver without them (`EOPNOTSUPP` for
+/// the verbs that can be absent); an object kind whose create is not implemented is
+/// left out whole.
 #[vtable]
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Per-device data, pin-initialised inside ib_core's device allocation.
@@ -552,11 +521,9 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The P_Key at `index` of the port's table.
     fn query_pkey(dev: &Device<Self>, port: u32, index: u16) -> Result<u16>;
 
-    /// The link layer of the port (without it, ib_core derives it from the port's
-    /// protocol).
-    fn link_layer(_dev: &Device<Self>, _port: u32) -> LinkLayer {
-        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
-    }
+    /// The link layer of the port. (Without it ib_core would go by the node type, and
+    /// the devices this layer registers are channel adapters: InfiniBand.)
+    fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
 
     /// The names of the per-port counters that `rdma statistic` shows.
     const PORT_STATS: &'static [StatDesc] = &[];
@@ -571,11 +538,15 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
 ///
 /// # Invariants
 ///
-/// `data` is initialised from the moment `ib.ops.dealloc_driver` is set until
-/// `dealloc_driver` runs; every `&Device<T>` handed out is within that window.
+/// `driver` is `TypeId::of::<T>()` from the allocation on. `data` is initialised from
+/// the moment `ib.ops.dealloc_driver` is set until `dealloc_driver` runs; every
+/// `&Device<T>` handed out is within that window.
 #[repr(C)]
 pub(crate) struct Device<T: Driver> {
     ib: Opaque<bindings::ib_device>,
+    /// The driver type that made the device, at the same offset in every `Device<_>`
+    /// (right after the C struct): [`Device::find_by_netdev`] checks it.
+    driver: TypeId,
     data: T::Data,
 }
 
@@ -639,13 +610,22 @@ impl<T: Driver> Device<T> {
         ndev: &NetDevice,
         data: impl PinInit<T::Data, Error>,
     ) -> Result {
-        // SAFETY: Allocates a zeroed block of the given size, at least as large as an
-        // `ib_device`, with the `ib_device` at its start.
+        const {
+            assert!(
+                align_of::<Self>() <= kernel::bindings::ARCH_KMALLOC_MINALIGN,
+                "the device's data needs more alignment than ib_core's allocation gives"
+            )
+        };
+        // SAFETY: Allocates a zeroed block of the given size (aligned as checked above), at
+        // least as large as an `ib_device`, with the `ib_device` at its start.
         let raw = unsafe { bindings::rxe_rs_alloc_device(size_of::<Self>()) };
         if raw.is_null() {
             return Err(ENOMEM);
         }
         let this = raw.cast::<Self>();
+        // INVARIANT: The tag is set before anyone can find the device.
+        // SAFETY: `this` points to an allocation of `Self`.
+        unsafe { ptr::addr_of_mut!((*this).driver).write(TypeId::of::<T>()) };
 
         // SAFETY: `this` points to an allocation of `Self`; `data` is not initialised yet
         // and never moves (ib_core does not move devices).
@@ -703,15 +683,25 @@ impl<T: Driver> Device<T> {
             return None;
         }
         // SAFETY: `raw` is a registered device on which we hold a reference.
-        let ours = unsafe { bindings::rxe_rs_device_owner(raw) } == T::MODULE.as_ptr().cast();
+        let owner = unsafe { bindings::rxe_rs_device_owner(raw) };
+        // A device of our module is a `Device<_>` of this layer (a null owner, built-in
+        // code, could be anyone's), whose tag says which driver type made it.
+        let ours = !owner.is_null()
+            && owner == T::MODULE.as_ptr().cast()
+            // SAFETY: A `Device<_>`, so the tag is at this offset, initialised.
+            && unsafe {
+                raw.cast::<u8>()
+                    .add(offset_of!(Self, driver))
+                    .cast::<TypeId>()
+                    .read()
+            } == TypeId::of::<T>();
         if !ours {
             // SAFETY: The reference taken above, not kept.
             unsafe { bindings::ib_device_put(raw) };
             return None;
         }
-        // SAFETY: The module registers devices of one driver type only, so a device it
-        // owns is a `Device<T>`, valid while the reference taken above is held; that
-        // reference is handed to the `ARef`.
+        // SAFETY: A `Device<T>`, by its tag, valid while the reference taken above is
+        // held; that reference is handed to the `ARef`.
         Some(unsafe { ARef::from_raw(NonNull::from(Device::<T>::from_raw(raw)).cast()) })
     }
 
@@ -724,12 +714,10 @@ impl<T: Driver> Device<T> {
             query_port: Some(Self::query_port),
             get_port_immutable: Some(Self::get_port_immutable),
             query_pkey: Some(Self::query_pkey),
+            get_link_layer: Some(Self::get_link_layer),
             dealloc_driver: Some(Self::dealloc_driver),
             ..pin_init::zeroed()
         };
-        if T::HAS_LINK_LAYER {
-            ops.get_link_layer = Some(Self::get_link_layer);
-        }
         if T::HAS_PORT_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);

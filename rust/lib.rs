@@ -27,7 +27,7 @@
 //! | [`netdev::Notifier<T>`] | `struct notifier_block` | the module (pinned) | the module |
 //!
 //! In every case where ib_core allocates, the C struct is the first field of a `repr(C)`
-//! container and the driver's data is pin-initialised in place behind it; the data is
+//! container and the driver's data is initialised in place behind it; the data is
 //! dropped in place when ib_core says the object is gone, and the memory is never freed
 //! here. The verbs objects (all rows from `Ucontext` to `Mr`) are one generic container,
 //! [`object::Object`], of one kind each; each object's file has its trampolines and

@@ -457,7 +457,13 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     if T::Mr::HAS_ADVISE_MR {
         ops.advise_mr = Some(advise_mr::<T>);
     }
-    if T::Mr::HAS_ALLOC_MR && T::Mr::HAS_MR_PAGE_LIST {
+    const {
+        assert!(
+            T::Mr::HAS_ALLOC_MR == T::Mr::HAS_MR_PAGE_LIST,
+            "alloc_mr and mr_page_list go together"
+        )
+    };
+    if T::Mr::HAS_ALLOC_MR {
         ops.alloc_mr = Some(alloc_mr::<T>);
         ops.map_mr_sg = Some(map_mr_sg::<T>);
     }

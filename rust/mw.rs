@@ -15,7 +15,6 @@ use super::{
     object::{Kind, Object, RawObject},
     pd::PdId,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 /// The verbs of a memory window: what a driver's MW data (`T::Mw`) implements. A
@@ -51,7 +50,7 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     if !T::Mw::HAS_ALLOC_MW {
         return;
     }
-    ops.size_ib_mw = size_of::<Mw<T>>();
+    ops.size_ib_mw = Mw::<T>::block_size();
     ops.alloc_mw = Some(alloc_mw::<T>);
     ops.dealloc_mw = Some(dealloc_mw::<T>);
 }
@@ -66,9 +65,9 @@ unsafe extern "C" fn alloc_mw<T: Driver>(
     from_result(|| {
         // SAFETY: ib_core allocated `mw` with `size_ib_mw` bytes for our device, with its
         // device, PD and type set.
-        let ib = unsafe { &mut *mw };
-        // SAFETY: As above.
         let dev = unsafe { Device::<T>::from_raw(bindings::ib_mw::device(mw)) };
+        // SAFETY: As above; nothing else refers to the block during the call.
+        let ib = unsafe { &mut *mw };
         let type2 = match ib.type_ {
             bindings::ib_mw_type_IB_MW_TYPE_1 => false,
             bindings::ib_mw_type_IB_MW_TYPE_2 => true,

@@ -14,8 +14,9 @@
 //! the ops table (the trampolines) and the accessors.
 //!
 //! ```text
-//!   ib_core allocates ──► create: Object::init (data, then events) ──► live
-//!        │                     │ fails: nothing initialised, ib_core frees the block
+//!   ib_core allocates ──► create: Events::new, the driver's create, Object::init
+//!        │                 │ fails: events revoked (a clone the driver kept calls
+//!        │                 │ nothing), nothing initialised, ib_core frees the block
 //!        ▼
 //!   live ──► destroy: Object::drop_in_place (events revoked, waiting for a call in
 //!            progress; data dropped; events dropped) ──► ib_core frees the block
@@ -28,7 +29,12 @@ use super::{
     bindings,
     device::{Device, Driver},
 };
-use core::{ffi::c_void, marker::PhantomData, ptr};
+use core::{
+    ffi::c_void,
+    marker::PhantomData,
+    mem::{align_of, size_of, MaybeUninit},
+    ptr,
+};
 use kernel::{
     new_mutex,
     prelude::*,
@@ -40,7 +46,9 @@ use kernel::{
 ///
 /// # Safety
 ///
-/// The struct has a `device` field that ib_core sets before the driver's create.
+/// The struct has a `device` field, which ib_core sets before it passes the object to
+/// any callback but the create of an MR (it sets an MR's after `reg_user_mr`,
+/// `get_dma_mr` or `alloc_mr` returns).
 pub(crate) unsafe trait RawObject {
     /// The device of the object `this`.
     ///
@@ -52,7 +60,7 @@ pub(crate) unsafe trait RawObject {
 
 macro_rules! raw_object {
     ($($c:ident),*) => {$(
-        // SAFETY: The struct's `device` field is set by ib_core before the driver's create.
+        // SAFETY: The struct has a `device` field, set by ib_core as the trait says.
         unsafe impl RawObject for bindings::$c {
             unsafe fn device(this: *mut Self) -> *mut bindings::ib_device {
                 // SAFETY: Live, per the caller.
@@ -89,7 +97,9 @@ impl Callbacks for () {
 ///
 /// `events` and `data` are initialised between a successful [`Object::init`] (or
 /// [`Object::new_boxed`]) and [`Object::drop_in_place`] (or [`Object::free_boxed`]);
-/// the block does not move meanwhile, and the C struct's `device` is a `Device<T>`.
+/// the block does not move meanwhile. While a reference to the object exists, ib_core
+/// has set the C struct's `device`, to a `Device<T>` (references are only made by
+/// [`Object::from_raw`], for objects ib_core hands to a callback).
 #[repr(C)]
 pub(crate) struct Object<T: Driver, K: Kind<T>> {
     ib: Opaque<K::Raw>,
@@ -107,25 +117,42 @@ impl<T: Driver, K: Kind<T>> core::ops::Deref for Object<T, K> {
 }
 
 impl<T: Driver, K: Kind<T>> Object<T, K> {
+    /// The `size_ib_*` of the ops table: the size of the block ib_core allocates.
+    ///
+    /// ib_core allocates it with `kzalloc()`, which aligns to `ARCH_KMALLOC_MINALIGN`
+    /// only; a driver whose data needs more fails to build.
+    pub(super) const fn block_size() -> usize {
+        const {
+            assert!(
+                align_of::<Self>() <= kernel::bindings::ARCH_KMALLOC_MINALIGN,
+                "the object's data needs more alignment than ib_core's allocation gives"
+            )
+        };
+        size_of::<Self>()
+    }
+
     /// Initialises a new object in ib_core's block: the driver's data, then the callbacks.
-    /// On failure nothing is initialised (and `events` is dropped).
+    /// On failure nothing is initialised, and `events` is revoked and dropped.
     ///
     /// # Safety
     ///
-    /// `raw` must be a block of `size_of::<Self>()` bytes that ib_core made for an object
-    /// of this kind of a `Device<T>`, not initialised yet.
+    /// `raw` must be a block of [`Self::block_size()`] bytes that ib_core made for an
+    /// object of this kind of a `Device<T>`, not initialised yet.
     pub(super) unsafe fn init(
         raw: *mut K::Raw,
         events: K::Events,
         data: impl PinInit<K::Data, Error>,
     ) -> Result {
         let this = raw.cast::<Self>();
-        // SAFETY: `this` has room for `Self` and does not move until ib_core frees it;
-        // neither field is initialised yet.
-        unsafe {
-            data.__pinned_init(ptr::addr_of_mut!((*this).data))?;
-            ptr::addr_of_mut!((*this).events).write(events);
+        // SAFETY: `this` has room for `Self`, aligned (`block_size`), and does not move
+        // until ib_core frees it; neither field is initialised yet.
+        if let Err(e) = unsafe { data.__pinned_init(ptr::addr_of_mut!((*this).data)) } {
+            events.revoke();
+            return Err(e);
         }
+        // INVARIANT: Both fields are initialised from here on; ib_core set `device`.
+        // SAFETY: As above.
+        unsafe { ptr::addr_of_mut!((*this).events).write(events) };
         Ok(())
     }
 
@@ -171,6 +198,8 @@ impl<T: Driver, K: Kind<T>> Object<T, K> {
     /// Allocates an object the driver owns (an MR), with a zeroed C struct for the
     /// caller and ib_core to fill in.
     pub(super) fn new_boxed(events: K::Events, data: K::Data) -> Result<*mut K::Raw> {
+        // INVARIANT: Both fields are initialised; no reference is made before ib_core
+        // hands the object to a callback, with `device` set.
         let obj = KBox::new(
             Self {
                 ib: Opaque::zeroed(),
@@ -183,16 +212,17 @@ impl<T: Driver, K: Kind<T>> Object<T, K> {
         Ok(KBox::into_raw(obj).cast())
     }
 
-    /// Frees an object made by [`Self::new_boxed`].
+    /// Frees an object made by [`Self::new_boxed`], dropping it as
+    /// [`Self::drop_in_place`] does.
     ///
     /// # Safety
     ///
     /// `raw` must come from [`Self::new_boxed`] and not be used afterwards.
     pub(super) unsafe fn free_boxed(raw: *mut K::Raw) {
-        // SAFETY: Per the caller; `ib` is the first field of a `repr(C)` struct.
-        let obj = unsafe { KBox::from_raw(raw.cast::<Self>()) };
-        obj.events.revoke();
-        drop(obj);
+        // SAFETY: Per the caller, initialised and not dropped.
+        unsafe { Self::drop_in_place(raw) };
+        // SAFETY: The allocation of `new_boxed`, whose contents were just dropped.
+        drop(unsafe { KBox::from_raw(raw.cast::<MaybeUninit<Self>>()) });
     }
 }
 
@@ -259,13 +289,20 @@ pub(crate) struct Events<C: EventSource> {
 /// Points to a live object; only held inside [`Events`] until the object's destroy.
 struct Live<C>(*mut C);
 
-// SAFETY: The pointer is only used under the `Events` lock, from any thread.
-unsafe impl<C> Send for Live<C> {}
+// SAFETY: The pointer is only used under the `Events` lock, from any thread; ib_core's
+// objects may be used from any thread.
+unsafe impl<C: EventSource> Send for Live<C> {}
 
 impl<C: EventSource> Events<C> {
     /// The callbacks of `obj`, which is being created.
-    pub(super) fn new(obj: *mut C) -> Result<Arc<Self>> {
-        // INVARIANT: `obj` is being created and lives until its destroy revokes this.
+    ///
+    /// # Safety
+    ///
+    /// `obj` must be an object ib_core is creating, with its handlers set, that lives
+    /// until the record is revoked: by its destroy ([`Object::drop_in_place`]), or when
+    /// its create fails ([`Object::init`], or by the caller if it does not get there).
+    pub(super) unsafe fn new(obj: *mut C) -> Result<Arc<Self>> {
+        // INVARIANT: `obj` lives until the record is revoked, per the caller.
         Arc::pin_init(
             pin_init!(Self {
                 obj <- new_mutex!(Some(Live(obj))),
@@ -274,8 +311,9 @@ impl<C: EventSource> Events<C> {
         )
     }
 
-    /// Calls `f` with the object, if it still exists, holding off its destroy meanwhile.
-    fn with(&self, f: impl FnOnce(*mut C)) {
+    /// Calls `f` with the object, if it still exists, holding off its destroy meanwhile:
+    /// the pointer is valid for the call.
+    pub(super) fn with(&self, f: impl FnOnce(*mut C)) {
         let guard = self.obj.lock();
         if let Some(Live(obj)) = *guard {
             f(obj);
@@ -284,7 +322,7 @@ impl<C: EventSource> Events<C> {
 
     /// Calls the consumer's event handler with an event of kind `kind` on the object, if
     /// it still exists.
-    fn raise_raw(&self, kind: bindings::ib_event_type) {
+    pub(super) fn raise_raw(&self, kind: bindings::ib_event_type) {
         self.with(|obj| {
             // SAFETY: By the `Live` invariant the object is live while the lock is held.
             let (handler, context) = unsafe { C::handler(obj) };
@@ -304,39 +342,5 @@ impl<C: EventSource> Events<C> {
 impl<C: EventSource> Callbacks for Arc<Events<C>> {
     fn revoke(&self) {
         *self.obj.lock() = None;
-    }
-}
-
-impl Events<bindings::ib_cq> {
-    /// Tells the consumer that the CQ has new completions (its completion handler).
-    pub(crate) fn completion(&self) {
-        self.with(|cq| {
-            // SAFETY: By the `Live` invariant the CQ is live while the lock is held;
-            // ib_core set the handler and its context before the CQ was created.
-            unsafe {
-                if let Some(handler) = (*cq).comp_handler {
-                    handler(cq, (*cq).cq_context);
-                }
-            }
-        });
-    }
-
-    /// Tells the consumer that a completion was lost for want of room (`IB_EVENT_CQ_ERR`).
-    pub(crate) fn overflow(&self) {
-        self.raise_raw(bindings::ib_event_type_IB_EVENT_CQ_ERR);
-    }
-}
-
-impl Events<bindings::ib_qp> {
-    /// Raises `event` on the QP, if it still exists.
-    pub(crate) fn raise(&self, event: super::qp::QpEvent) {
-        self.raise_raw(event.to_raw());
-    }
-}
-
-impl Events<bindings::ib_srq> {
-    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`, if the SRQ still exists.
-    pub(crate) fn limit_reached(&self) {
-        self.raise_raw(bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED);
     }
 }

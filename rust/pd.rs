@@ -15,7 +15,6 @@ use super::{
     object::{Kind, Object, RawObject},
     udata::Udata,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 /// The verbs of a protection domain: what a driver's PD data (`T::Pd`) implements.
@@ -52,7 +51,7 @@ pub(crate) type Pd<T> = Object<T, PdKind>;
 
 /// Fills in the PD verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
-    ops.size_ib_pd = size_of::<Pd<T>>();
+    ops.size_ib_pd = Pd::<T>::block_size();
     ops.alloc_pd = Some(alloc_pd::<T>);
     ops.dealloc_pd = Some(dealloc_pd::<T>);
 }

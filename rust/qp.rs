@@ -22,12 +22,11 @@ use super::{
     bindings,
     cq::{Cq, UserCall},
     device::{Device, Driver, Mtu},
-    object::{Events, Kind, Object, RawObject},
+    object::{Callbacks, Events, Kind, Object, RawObject},
     pd::PdId,
     srq::Srq,
     wr::{RecvWr, SendWr, WcQp},
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
 /// The transport service of a QP.
@@ -472,7 +471,7 @@ pub(crate) enum QpEvent {
 
 impl QpEvent {
     /// The C event type.
-    pub(super) fn to_raw(self) -> bindings::ib_event_type {
+    fn to_raw(self) -> bindings::ib_event_type {
         match self {
             Self::SqDrained => bindings::ib_event_type_IB_EVENT_SQ_DRAINED,
             Self::LastWqeReached => bindings::ib_event_type_IB_EVENT_QP_LAST_WQE_REACHED,
@@ -538,6 +537,13 @@ pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
 /// The consumer's event callback of one QP ([`Events`]).
 pub(crate) type QpEvents = Events<bindings::ib_qp>;
 
+impl QpEvents {
+    /// Raises `event` on the QP, if it still exists.
+    pub(crate) fn raise(&self, event: QpEvent) {
+        self.raise_raw(event.to_raw());
+    }
+}
+
 /// The kind of a queue pair.
 pub(crate) enum QpKind {}
 
@@ -566,7 +572,7 @@ impl<T: Driver> Qp<T> {
 
 /// Fills in the QP verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
-    ops.size_ib_qp = size_of::<Qp<T>>();
+    ops.size_ib_qp = Qp::<T>::block_size();
     ops.create_qp = Some(create_qp::<T>);
     ops.modify_qp = Some(modify_qp::<T>);
     if T::Qp::HAS_QUERY_QP {
@@ -575,7 +581,13 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     ops.destroy_qp = Some(destroy_qp::<T>);
     ops.post_send = Some(post_send::<T>);
     ops.post_recv = Some(post_recv::<T>);
-    if T::Qp::HAS_ATTACH_MCAST && T::Qp::HAS_DETACH_MCAST {
+    const {
+        assert!(
+            T::Qp::HAS_ATTACH_MCAST == T::Qp::HAS_DETACH_MCAST,
+            "attach_mcast and detach_mcast go together"
+        )
+    };
+    if T::Qp::HAS_ATTACH_MCAST {
         ops.attach_mcast = Some(attach_mcast::<T>);
         ops.detach_mcast = Some(detach_mcast::<T>);
     }
@@ -620,8 +632,11 @@ unsafe extern "C" fn create_qp<T: Driver>(
         };
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let events = QpEvents::new(qp)?;
-        let made = T::Qp::create_qp(dev, &qinit, user.as_ref(), &events)?;
+        // SAFETY: ib_core is creating `qp`; it lives until its destroy, and a failed
+        // create revokes the record here.
+        let events = unsafe { QpEvents::new(qp)? };
+        let made = T::Qp::create_qp(dev, &qinit, user.as_ref(), &events)
+            .inspect_err(|_| events.revoke())?;
         made.cap.write_to(&mut a.cap);
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Qp::<T>::init(qp, events, Ok(made.data))? };
@@ -699,7 +714,7 @@ unsafe extern "C" fn post_send<T: Driver>(
     let qp = unsafe { Qp::<T>::from_raw(qp) };
     if wr.is_null() {
         // A process's doorbell: its work requests are in its ring.
-        if !T::Qp::HAS_DOORBELL {
+        if const { !T::Qp::HAS_DOORBELL } {
             return super::device::eopnotsupp().to_errno();
         }
         return from_result(|| T::Qp::doorbell(qp).map(|()| 0));

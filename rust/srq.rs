@@ -6,22 +6,22 @@
 //!
 //! ib_core allocates an SRQ (`size_ib_srq` bytes, zeroed), fills in the device, PD, type
 //! and the consumer's event handler, and calls `create_srq`; after a successful
-//! `destroy_srq` it frees the block. [`Srq<T>`] is the block: the C struct, then the
-//! driver's data, built as a value. ib_core refuses to destroy an SRQ that a QP still
+//! `destroy_srq` it frees the block. [`Srq<T>`] is the block: the C struct, the consumer's
+//! event handler ([`SrqEvents`]), then the driver's data, built as a value. ib_core refuses to destroy an SRQ that a QP still
 //! uses (`usecnt`), so `destroy_srq` cannot fail here.
 
 use super::{
     bindings,
     cq::UserCall,
     device::{Device, Driver},
-    object::{Events, Kind, Object, RawObject},
+    object::{Callbacks, Events, Kind, Object, RawObject},
     wr::RecvWr,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
 /// The verbs of a shared receive queue: what a driver's SRQ data (`T::Srq`)
-/// implements. A driver without `create_srq` has no SRQs.
+/// implements. A driver without `create_srq` has no SRQs; one with it must have
+/// `post_srq_recv` (ib_core calls it without looking).
 #[vtable]
 pub(crate) trait SrqOps<T: Driver>: Sized + Send + Sync {
     /// A shared receive queue is created; returns its data and its actual attributes.
@@ -90,6 +90,13 @@ pub(crate) struct SrqModify {
 /// The consumer's event callback of one SRQ (`IB_EVENT_SRQ_LIMIT_REACHED`, [`Events`]).
 pub(crate) type SrqEvents = Events<bindings::ib_srq>;
 
+impl SrqEvents {
+    /// Raises `IB_EVENT_SRQ_LIMIT_REACHED`, if the SRQ still exists.
+    pub(crate) fn limit_reached(&self) {
+        self.raise_raw(bindings::ib_event_type_IB_EVENT_SRQ_LIMIT_REACHED);
+    }
+}
+
 /// The kind of a shared receive queue.
 pub(crate) enum SrqKind {}
 
@@ -104,10 +111,16 @@ pub(crate) type Srq<T> = Object<T, SrqKind>;
 
 /// Fills in the SRQ verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    const {
+        assert!(
+            !T::Srq::HAS_CREATE_SRQ || T::Srq::HAS_POST_SRQ_RECV,
+            "an SRQ driver must implement post_srq_recv"
+        )
+    };
     if !T::Srq::HAS_CREATE_SRQ {
         return;
     }
-    ops.size_ib_srq = size_of::<Srq<T>>();
+    ops.size_ib_srq = Srq::<T>::block_size();
     ops.create_srq = Some(create_srq::<T>);
     if T::Srq::HAS_MODIFY_SRQ {
         ops.modify_srq = Some(modify_srq::<T>);
@@ -116,9 +129,7 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
         ops.query_srq = Some(query_srq::<T>);
     }
     ops.destroy_srq = Some(destroy_srq::<T>);
-    if T::Srq::HAS_POST_SRQ_RECV {
-        ops.post_srq_recv = Some(post_srq_recv::<T>);
-    }
+    ops.post_srq_recv = Some(post_srq_recv::<T>);
 }
 
 /// # Safety
@@ -141,9 +152,12 @@ unsafe extern "C" fn create_srq<T: Driver>(
         let dev = unsafe { Device::<T>::from_raw(bindings::ib_srq::device(srq)) };
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        let events = SrqEvents::new(srq)?;
+        // SAFETY: ib_core is creating `srq`; it lives until its destroy, and a failed
+        // create revokes the record here.
+        let events = unsafe { SrqEvents::new(srq)? };
         let (data, attr) =
-            T::Srq::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)?;
+            T::Srq::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)
+                .inspect_err(|_| events.revoke())?;
         attr.write_to(&mut a.attr);
         // SAFETY: Nothing of the block is initialised yet.
         unsafe { Srq::<T>::init(srq, events, Ok(data))? };

@@ -8,7 +8,7 @@
 //! device, calls `alloc_ucontext`, and after `dealloc_ucontext` frees the block itself.
 //! [`Ucontext<T>`] is that block: the C struct first, then the driver's data. On a failed
 //! `alloc_ucontext` the block is freed without `dealloc_ucontext`, so the data must not be
-//! left initialised then (pin-init guarantees it).
+//! left initialised then ([`Object::init`] initialises nothing on failure).
 
 use super::{
     bindings,
@@ -17,7 +17,6 @@ use super::{
     object::{Kind, Object, RawObject},
     udata::Udata,
 };
-use core::mem::size_of;
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
 /// The verbs of a process's context: what a driver's context data (`T::Ucontext`)
@@ -30,12 +29,12 @@ pub(crate) trait UcontextOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
-    /// The device is going away while a process still has it open.
-    ///
-    /// ib_core has already revoked nothing of the driver's own: after this returns it
-    /// destroys every object the process holds (through the usual destroy verbs, which
-    /// must not fail) and then the context. Hardware drivers stop their DMA here. With
-    /// it, ib_core unregisters a device without waiting for its processes to close it.
+    /// The device is going away while a process still has it open: ib_core has
+    /// destroyed every object of the context (through the usual destroy verbs, which
+    /// must not fail) and zapped the process's mappings of the device, and calls
+    /// `dealloc_ucontext` right after. Hardware drivers give back what the process could
+    /// still reach. With it, ib_core unregisters a device without waiting for its
+    /// processes to close it.
     fn disassociate_ucontext(_ctx: &Ucontext<T>) {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
@@ -58,7 +57,7 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     if !T::Ucontext::HAS_ALLOC_UCONTEXT {
         return;
     }
-    ops.size_ib_ucontext = size_of::<Ucontext<T>>();
+    ops.size_ib_ucontext = Ucontext::<T>::block_size();
     ops.alloc_ucontext = Some(alloc_ucontext::<T>);
     ops.dealloc_ucontext = Some(dealloc_ucontext::<T>);
     ops.mmap = Some(mmap_ring);

@@ -7,8 +7,9 @@
 //! and its rxe provider run unchanged on it. Devices are made with
 //! `rdma link add NAME type rxe_rs netdev DEV`.
 //!
-//! This crate root holds the module and the driver's type ([`RxeRs`], whose verbs
-//! `device.rs` implements); the concept files beside it are the driver, and `rust/`
+//! This crate root holds the module and the driver's type ([`RxeRs`], whose device
+//! verbs `device.rs` implements, each object's verbs its file); the concept files beside
+//! it are the driver, and `rust/`
 //! (loaded as [`ib`]) is the abstraction layer over ib_core, the only place with `unsafe`
 //! code.
 

@@ -29,7 +29,7 @@ impl UcontextOps<RxeRs> for RxeUcontext {
     }
 
     fn disassociate_ucontext(_ctx: &Ucontext<RxeRs>) {
-        // Nothing runs on a process's behalf outside its objects, which ib_core destroys
-        // next; ring pages it still maps stay valid memory the device no longer uses.
+        // Nothing runs on a process's behalf outside its objects, which ib_core has
+        // destroyed; the ring pages of their mappings went with the last unmapping.
     }
 }

@@ -368,7 +368,7 @@ impl RxeQp {
 /// The verbs of a QP, each carried out in the file named beside it.
 #[vtable]
 impl QpOps<RxeRs> for RxeQp {
-    /// `create.rs`.
+    // create.rs.
     fn create_qp(
         dev: &Device<RxeRs>,
         init: &QpInit<'_, RxeRs>,
@@ -378,43 +378,43 @@ impl QpOps<RxeRs> for RxeQp {
         Self::create(dev, init, user, events)
     }
 
-    /// `modify.rs`.
+    // modify.rs.
     fn modify_qp(qp: &Qp<RxeRs>, attr: &QpAttr, _user: Option<&UserCall<'_, RxeRs>>) -> Result {
         Self::modify(qp, attr)
     }
 
-    /// This file.
+    // This file.
     fn query_qp(qp: &Qp<RxeRs>) -> QpQuery {
         qp.query()
     }
 
-    /// This file.
+    // This file.
     fn destroy_qp(qp: &Qp<RxeRs>) {
         Self::destroy(qp)
     }
 
-    /// `post.rs`: the requester runs from the work item or at once.
+    // post.rs: the requester runs at once or from the work item.
     fn doorbell(qp: &Qp<RxeRs>) -> Result {
         Self::ring_doorbell(qp)
     }
 
-    /// `post.rs`.
+    // post.rs.
     fn post_send(qp: &Qp<RxeRs>, wr: &SendWr<'_>) -> Result {
         Self::post_send_wr(qp, wr)
     }
 
-    /// `post.rs`.
+    // post.rs.
     fn post_recv(qp: &Qp<RxeRs>, wr: &RecvWr<'_>) -> Result {
         Self::post_recv_wr(qp, wr)
     }
 
-    /// This file, through the device's multicast table.
+    // This file, through the device's multicast table.
     fn attach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
         let dev = qp.device();
         dev.mcast.attach(&dev.ndev, gid, qp.qp_num())
     }
 
-    /// As `attach_mcast`.
+    // As attach_mcast.
     fn detach_mcast(qp: &Qp<RxeRs>, gid: &[u8; 16]) -> Result {
         let dev = qp.device();
         dev.mcast.detach(&dev.ndev, gid, qp.qp_num())
