@@ -12,11 +12,11 @@
 
 use super::{
     bindings,
-    cq::UserCall,
     device::{Device, Driver},
-    object::{Kind, Object, RawObject},
+    object::{device_of, Kind, Object},
     pd::PdId,
     qp::AddressVector,
+    ucontext::UserCall,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
@@ -84,7 +84,7 @@ unsafe extern "C" fn create_ah<T: Driver>(
             return Err(EINVAL);
         }
         // SAFETY: As above.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_ah::device(ah)) };
+        let dev = unsafe { device_of::<T, _>(ah) };
         // SAFETY: The attribute and its GID attribute are valid for the call.
         let av = unsafe { AddressVector::from_raw(&*a.ah_attr) };
         let sleepable = a.flags & bindings::rdma_create_ah_flags_RDMA_CREATE_AH_SLEEPABLE != 0;

@@ -23,9 +23,8 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{Callbacks, Events, Kind, Object, RawObject},
-    ucontext::Ucontext,
-    udata::Udata,
+    object::{device_of, Callbacks, Events, Kind, Object},
+    ucontext::UserCall,
     wr::WcOut,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
@@ -39,32 +38,6 @@ pub(crate) struct CqInit {
     pub(crate) comp_vector: u32,
     /// `IB_UVERBS_CQ_FLAGS_*`; a driver that knows none refuses any.
     pub(crate) flags: u32,
-}
-
-/// The process side of a create call: its context and its driver-specific buffers.
-pub(crate) struct UserCall<'a, T: Driver> {
-    /// The process's context, where rings are offered for mapping.
-    pub(crate) ctx: &'a Ucontext<T>,
-    /// The driver-specific command and response.
-    pub(crate) udata: &'a Udata,
-}
-
-impl<T: Driver> UserCall<'_, T> {
-    /// The process side of a call that passed `udata`, or `None` for a kernel caller.
-    ///
-    /// # Safety
-    ///
-    /// `udata` must be null or the driver udata of a uverbs call on a `Device<T>`, valid
-    /// for the returned lifetime.
-    pub(super) unsafe fn from_udata<'a>(udata: *mut bindings::ib_udata) -> Option<UserCall<'a, T>> {
-        // SAFETY: Per the caller.
-        let udata = unsafe { Udata::from_raw(udata) }?;
-        // SAFETY: A uverbs call's udata is embedded in its bundle, whose context is a live
-        // context of the device, so of `T`.
-        let ctx =
-            unsafe { Ucontext::<T>::from_raw(bindings::rxe_rs_udata_context(udata.as_raw())) };
-        Some(UserCall { ctx, udata })
-    }
 }
 
 /// What `req_notify_cq` asks for.
@@ -178,7 +151,7 @@ unsafe extern "C" fn create_cq<T: Driver>(
 ) -> c_int {
     from_result(|| {
         // SAFETY: ib_core set `device` before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_cq::device(cq)) };
+        let dev = unsafe { device_of::<T, _>(cq) };
         // SAFETY: `attr` is valid for the call.
         let a = unsafe { &*attr };
         let init = CqInit {
@@ -189,14 +162,8 @@ unsafe extern "C" fn create_cq<T: Driver>(
         let call = if user.is_null() {
             None
         } else {
-            // SAFETY: A bundle's context and udata are valid for the call, and the
-            // context is one of our device's.
-            Some(unsafe {
-                UserCall {
-                    ctx: Ucontext::<T>::from_raw(bindings::rxe_rs_bundle_context(user)),
-                    udata: Udata::from_raw(bindings::rxe_rs_bundle_udata(user)).ok_or(EINVAL)?,
-                }
-            })
+            // SAFETY: `user` is the bundle of a uverbs call on our device.
+            Some(unsafe { UserCall::<T>::from_bundle(user)? })
         };
         // SAFETY: ib_core is creating `cq`; it lives until its destroy, and a failed
         // create revokes the record here.

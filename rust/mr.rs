@@ -19,10 +19,10 @@
 use super::sync::{new_spinlock_irq, SpinLockIrq};
 use super::{
     bindings,
-    cq::UserCall,
     device::{eopnotsupp, Advice, Device, Driver},
-    object::{Kind, Object, RawObject},
+    object::{device_of, Kind, Object},
     pd::PdId,
+    ucontext::UserCall,
     wr::Sge,
 };
 use core::ptr::NonNull;
@@ -486,7 +486,7 @@ unsafe extern "C" fn reg_user_mr<T: Driver>(
             return Err(eopnotsupp());
         }
         // SAFETY: ib_core calls this with a live PD of our device.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        let dev = unsafe { device_of::<T, _>(pd) };
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
         let made = T::Mr::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
@@ -534,7 +534,7 @@ unsafe extern "C" fn advise_mr<T: Driver>(
             )?;
         }
         // SAFETY: ib_core calls this with a live PD of our device.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        let dev = unsafe { device_of::<T, _>(pd) };
         T::Mr::advise_mr(dev, PdId::of(pd), advice, flush, &sges)?;
         Ok(0)
     })
@@ -553,7 +553,7 @@ unsafe extern "C" fn alloc_mr<T: Driver>(
         return EINVAL.to_ptr();
     }
     // SAFETY: ib_core calls this with a live PD of our device.
-    let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+    let dev = unsafe { device_of::<T, _>(pd) };
     T::Mr::alloc_mr(dev, PdId::of(pd), max_num_sg)
         .and_then(|made| Mr::<T>::into_raw(made, 0, 0))
         .unwrap_or_else(|e| e.to_ptr())
@@ -580,7 +580,7 @@ unsafe extern "C" fn get_dma_mr<T: Driver>(
     access: c_int,
 ) -> *mut bindings::ib_mr {
     // SAFETY: ib_core calls this with a live PD of our device.
-    let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+    let dev = unsafe { device_of::<T, _>(pd) };
     // Only kernel consumers have a DMA MR: ib_core makes one for a kernel PD.
     T::Mr::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
         .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))

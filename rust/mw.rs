@@ -10,10 +10,10 @@
 
 use super::{
     bindings,
-    cq::UserCall,
     device::{Device, Driver},
-    object::{Kind, Object, RawObject},
+    object::{device_of, Kind, Object},
     pd::PdId,
+    ucontext::UserCall,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*};
 
@@ -65,7 +65,7 @@ unsafe extern "C" fn alloc_mw<T: Driver>(
     from_result(|| {
         // SAFETY: ib_core allocated `mw` with `size_ib_mw` bytes for our device, with its
         // device, PD and type set.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_mw::device(mw)) };
+        let dev = unsafe { device_of::<T, _>(mw) };
         // SAFETY: As above; nothing else refers to the block during the call.
         let ib = unsafe { &mut *mw };
         let type2 = match ib.type_ {

@@ -71,6 +71,17 @@ macro_rules! raw_object {
 }
 raw_object! { ib_ucontext, ib_pd, ib_cq, ib_qp, ib_srq, ib_ah, ib_mr, ib_mw }
 
+/// The device of an object ib_core passes to a callback of driver `T`.
+///
+/// # Safety
+///
+/// `raw` must be live, of a `Device<T>`, with its device set (every object ib_core
+/// hands to a callback, an MR's create aside), for `'a`.
+pub(super) unsafe fn device_of<'a, T: Driver, C: RawObject>(raw: *mut C) -> &'a Device<T> {
+    // SAFETY: Per the caller; the device outlives its objects.
+    unsafe { Device::from_raw(C::device(raw)) }
+}
+
 /// One kind of verbs object of driver `T`: its C struct and what follows it.
 pub(crate) trait Kind<T: Driver> {
     /// ib_core's struct (`ib_pd`, `ib_cq`, ...).
@@ -190,9 +201,9 @@ impl<T: Driver, K: Kind<T>> Object<T, K> {
 
     /// The device the object belongs to.
     pub(crate) fn device(&self) -> &Device<T> {
-        // SAFETY: By the type invariant the object is live and its device a `Device<T>`,
-        // which outlives it.
-        unsafe { Device::from_raw(K::Raw::device(self.as_raw())) }
+        // SAFETY: By the type invariant the object is live and its device, set, a
+        // `Device<T>`.
+        unsafe { device_of(self.as_raw()) }
     }
 
     /// Allocates an object the driver owns (an MR), with a zeroed C struct for the

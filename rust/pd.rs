@@ -12,7 +12,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{Kind, Object, RawObject},
+    object::{device_of, Kind, Object},
     udata::Udata,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*};
@@ -66,7 +66,7 @@ unsafe extern "C" fn alloc_pd<T: Driver>(
     from_result(|| {
         // SAFETY: ib_core allocated `pd` with `size_ib_pd` bytes for our device and set
         // its device.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_pd::device(pd)) };
+        let dev = unsafe { device_of::<T, _>(pd) };
         // SAFETY: `udata` is null or valid for the call.
         let udata = unsafe { Udata::from_raw(udata) };
         // SAFETY: As above; nothing of the block is initialised yet.

@@ -20,11 +20,12 @@
 
 use super::{
     bindings,
-    cq::{Cq, UserCall},
+    cq::Cq,
     device::{Device, Driver, Mtu},
-    object::{Callbacks, Events, Kind, Object, RawObject},
+    object::{device_of, Callbacks, Events, Kind, Object},
     pd::PdId,
     srq::Srq,
+    ucontext::UserCall,
     wr::{RecvWr, SendWr, WcQp},
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
@@ -613,7 +614,7 @@ unsafe extern "C" fn create_qp<T: Driver>(
         // SAFETY: ib_core set these to live objects of our device for the call.
         let (dev, send_cq, recv_cq) = unsafe {
             (
-                Device::<T>::from_raw(bindings::ib_qp::device(qp)),
+                device_of::<T, _>(qp),
                 Cq::<T>::from_raw(a.send_cq),
                 Cq::<T>::from_raw(a.recv_cq),
             )
@@ -750,15 +751,9 @@ unsafe extern "C" fn post_recv<T: Driver>(
 ) -> c_int {
     // SAFETY: ib_core calls this on a live QP of our device.
     let qp = unsafe { Qp::<T>::from_raw(qp) };
-    // SAFETY: `wr` heads a chain of valid requests for the call.
-    for w in unsafe { RecvWr::chain(wr) } {
-        if let Err(e) = T::Qp::post_recv(qp, &w) {
-            // SAFETY: `bad` is valid for writes for the call.
-            unsafe { *bad = w.as_ptr() };
-            return e.to_errno();
-        }
-    }
-    0
+    // SAFETY: `wr` heads a chain of valid requests and `bad` is valid for writes, for the
+    // call.
+    unsafe { RecvWr::post_chain(wr, bad, |w| T::Qp::post_recv(qp, w)) }
 }
 
 /// # Safety

@@ -12,9 +12,9 @@
 
 use super::{
     bindings,
-    cq::UserCall,
     device::{Device, Driver},
-    object::{Callbacks, Events, Kind, Object, RawObject},
+    object::{device_of, Callbacks, Events, Kind, Object},
+    ucontext::UserCall,
     wr::RecvWr,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
@@ -149,7 +149,7 @@ unsafe extern "C" fn create_srq<T: Driver>(
             return Err(super::device::eopnotsupp());
         }
         // SAFETY: ib_core set the device before calling the driver.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_srq::device(srq)) };
+        let dev = unsafe { device_of::<T, _>(srq) };
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         // SAFETY: ib_core is creating `srq`; it lives until its destroy, and a failed
@@ -225,13 +225,7 @@ unsafe extern "C" fn post_srq_recv<T: Driver>(
 ) -> c_int {
     // SAFETY: ib_core calls this on a live SRQ of our device.
     let srq = unsafe { Srq::<T>::from_raw(srq) };
-    // SAFETY: `wr` heads a chain of valid requests for the call.
-    for w in unsafe { RecvWr::chain(wr) } {
-        if let Err(e) = T::Srq::post_srq_recv(srq, &w) {
-            // SAFETY: `bad` is valid for writes for the call.
-            unsafe { *bad = w.as_ptr() };
-            return e.to_errno();
-        }
-    }
-    0
+    // SAFETY: `wr` heads a chain of valid requests and `bad` is valid for writes, for the
+    // call.
+    unsafe { RecvWr::post_chain(wr, bad, |w| T::Srq::post_srq_recv(srq, w)) }
 }

@@ -14,10 +14,55 @@ use super::{
     bindings,
     device::{Device, Driver},
     mmap,
-    object::{Kind, Object, RawObject},
+    object::{device_of, Kind, Object},
     udata::Udata,
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*};
+
+/// The process side of a verb's call: its context and its driver-specific buffers.
+pub(crate) struct UserCall<'a, T: Driver> {
+    /// The process's context, where rings are offered for mapping.
+    pub(crate) ctx: &'a Ucontext<T>,
+    /// The driver-specific command and response.
+    pub(crate) udata: &'a Udata,
+}
+
+impl<T: Driver> UserCall<'_, T> {
+    /// The process side of a call that passed `udata`, or `None` for a kernel caller.
+    ///
+    /// # Safety
+    ///
+    /// `udata` must be null or the driver udata of a uverbs call on a `Device<T>`, valid
+    /// for the returned lifetime.
+    pub(super) unsafe fn from_udata<'a>(udata: *mut bindings::ib_udata) -> Option<UserCall<'a, T>> {
+        // SAFETY: Per the caller.
+        let udata = unsafe { Udata::from_raw(udata) }?;
+        // SAFETY: A uverbs call's udata is embedded in its bundle, whose context is a live
+        // context of the device, so of `T`.
+        let ctx =
+            unsafe { Ucontext::<T>::from_raw(bindings::rxe_rs_udata_context(udata.as_raw())) };
+        Some(UserCall { ctx, udata })
+    }
+
+    /// The process side of a call that passed a bundle (`create_user_cq`).
+    ///
+    /// # Safety
+    ///
+    /// `bundle` must be the attribute bundle of a uverbs call on a `Device<T>`, valid for
+    /// the returned lifetime.
+    pub(super) unsafe fn from_bundle<'a>(
+        bundle: *mut bindings::uverbs_attr_bundle,
+    ) -> Result<UserCall<'a, T>> {
+        // SAFETY: A bundle's context and udata are valid for the call, and the context is
+        // one of the device's, so of `T`.
+        unsafe {
+            Ok(UserCall {
+                ctx: Ucontext::<T>::from_raw(bindings::rxe_rs_bundle_context(bundle)),
+                udata: Udata::from_raw(bindings::rxe_rs_bundle_udata(bundle)).ok_or(EINVAL)?,
+            })
+        }
+    }
+}
 
 /// The verbs of a process's context: what a driver's context data (`T::Ucontext`)
 /// implements. Both are optional; a driver without `alloc_ucontext` cannot be opened
@@ -77,7 +122,7 @@ unsafe extern "C" fn alloc_ucontext<T: Driver>(
     from_result(|| {
         // SAFETY: uverbs allocated `ctx` with `size_ib_ucontext` bytes for our device and
         // set its device.
-        let dev = unsafe { Device::<T>::from_raw(bindings::ib_ucontext::device(ctx)) };
+        let dev = unsafe { device_of::<T, _>(ctx) };
         // SAFETY: `udata` is null or valid for the call.
         let udata = unsafe { Udata::from_raw(udata) };
         // SAFETY: As above; nothing of the block is initialised yet.

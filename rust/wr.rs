@@ -62,9 +62,26 @@ impl<'a> RecvWr<'a> {
         unsafe { walk(wr, |w| w.next) }.map(|raw| Self { raw })
     }
 
-    /// The request as ib_core knows it, to report it as the bad one.
-    pub(super) fn as_ptr(&self) -> *const bindings::ib_recv_wr {
-        self.raw
+    /// Posts the chain starting at `wr` with `post`, one request at a time, until one
+    /// fails: `*bad` then names it, and its error is returned, as an errno (0 if none).
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::chain`]; `bad` must be valid for writes for the call.
+    pub(super) unsafe fn post_chain(
+        wr: *const bindings::ib_recv_wr,
+        bad: *mut *const bindings::ib_recv_wr,
+        mut post: impl FnMut(&RecvWr<'_>) -> Result,
+    ) -> kernel::ffi::c_int {
+        // SAFETY: Per the caller.
+        for w in unsafe { Self::chain(wr) } {
+            if let Err(e) = post(&w) {
+                // SAFETY: Per the caller.
+                unsafe { *bad = w.raw };
+                return e.to_errno();
+            }
+        }
+        0
     }
 
     /// The consumer's identifier (or its `ib_cqe` pointer), returned in the completion.

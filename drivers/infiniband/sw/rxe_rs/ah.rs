@@ -12,11 +12,11 @@
 
 use crate::ib::{
     ah::{Ah, AhOps},
-    cq::UserCall,
     device::Device,
     pd::PdId,
     qp::{AddressVector, NetworkType},
     rxe_abi::create_ah_resp,
+    ucontext::UserCall,
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};

@@ -24,12 +24,13 @@
 
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
-    cq::{Cq, CqEvents, CqInit, CqOps, Notify, UserCall},
+    cq::{Cq, CqEvents, CqInit, CqOps, Notify},
     device::Device,
     mmap::UserMap,
     queue::{Geometry, Ring},
     rxe_abi::UVERBS_WC_LEN,
     task::{Task, TaskRun, Workqueue},
+    ucontext::UserCall,
     verbs::WcStatus,
     wr::WcOut,
 };

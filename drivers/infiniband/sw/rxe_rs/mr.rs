@@ -29,7 +29,6 @@ use crate::ib::verbs::{
     WcStatus,
 };
 use crate::ib::{
-    cq::UserCall,
     device::{eopnotsupp, Device},
     device::{Advice, Sge},
     mr::{KernelMemory, Mr, MrCreated, MrOps, PageList, Umem},
@@ -37,6 +36,7 @@ use crate::ib::{
     odp::{OdpError, OdpUmem},
     pd::PdId,
     sync::SpinLockIrq,
+    ucontext::UserCall,
 };
 use crate::param::{self, Charge, Quota};
 use crate::table::{IdTable, Number, Numbered};

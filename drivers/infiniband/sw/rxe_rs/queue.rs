@@ -15,9 +15,9 @@
 
 use crate::ib::rxe_abi::{mminfo, recv, RECV_WQE_HDR, SGE_LEN};
 use crate::ib::{
-    cq::UserCall,
     mmap::UserMap,
     queue::{Geometry, Ring},
+    ucontext::UserCall,
     wr::RecvWr,
 };
 use crate::param;

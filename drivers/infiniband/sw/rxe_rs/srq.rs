@@ -16,10 +16,10 @@
 use crate::ib::rxe_abi::{create_srq_resp, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN};
 use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
-    cq::UserCall,
     device::Device,
     srq::{Srq, SrqAttr, SrqEvents, SrqModify, SrqOps},
     task::{Task, TaskRun, Workqueue},
+    ucontext::UserCall,
     wr::RecvWr,
 };
 use crate::param::{self, Charge, Quota};

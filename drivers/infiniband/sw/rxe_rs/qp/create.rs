@@ -9,12 +9,12 @@ use super::resp::RespState;
 use super::{QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
 use crate::ib::rxe_abi::{create_qp_resp, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 use crate::ib::{
-    cq::UserCall,
     device::{eopnotsupp, Device},
     qp::{QpAttrs, QpCap, QpCreated, QpEvents, QpInit, QpState, QpType},
     skb::RouteCache,
     sync::new_spinlock_irq,
     task::Task,
+    ucontext::UserCall,
 };
 use crate::param::{self, Quota};
 use crate::queue::WqeRing;

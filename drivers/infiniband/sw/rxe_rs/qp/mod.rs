@@ -61,7 +61,6 @@ mod task;
 use crate::cq::CqHandle;
 use crate::ib::sync::SpinLockIrq;
 use crate::ib::{
-    cq::UserCall,
     device::{Device, DeviceRef},
     pd::PdId,
     qp::{
@@ -70,6 +69,7 @@ use crate::ib::{
     },
     skb::RouteCache,
     task::Task,
+    ucontext::UserCall,
     wr::WcQp,
     wr::{RecvWr, SendWr},
 };
