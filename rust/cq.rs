@@ -50,6 +50,38 @@ pub(crate) enum Notify {
 }
 
 /// The verbs of a completion queue: what a driver's CQ data (`T::Cq`) implements.
+///
+/// # Examples
+///
+/// The CQ of a device with no data path, for kernel consumers only: it holds nothing
+/// and never completes anything.
+///
+/// ```ignore
+/// struct MyCq;
+///
+/// #[vtable]
+/// impl CqOps<MyDriver> for MyCq {
+///     fn create_cq(
+///         _dev: &Device<MyDriver>,
+///         attr: &CqInit,
+///         user: Option<&UserCall<'_, MyDriver>>,
+///         _events: &Arc<CqEvents>,
+///     ) -> Result<(Self, u32)> {
+///         if user.is_some() || attr.flags != 0 {
+///             return Err(eopnotsupp());
+///         }
+///         Ok((MyCq, attr.cqe))
+///     }
+///
+///     fn poll_cq(_cq: &Cq<MyDriver>, _out: &mut WcOut<'_>) {}
+///
+///     fn req_notify_cq(_cq: &Cq<MyDriver>, _how: Notify, _report_missed: bool) -> bool {
+///         false
+///     }
+///
+///     // No resize_cq: ib_core answers EOPNOTSUPP for it.
+/// }
+/// ```
 #[vtable]
 pub(crate) trait CqOps<T: Driver>: Sized + Send + Sync {
     /// A completion queue is created, for a process (`user`) or a kernel consumer.

@@ -89,6 +89,7 @@ pub(crate) enum PortState {
 }
 
 impl PortState {
+    /// The state a C value stands for (an unknown one is `Down`).
     pub(crate) fn from_raw(raw: u32) -> Self {
         match raw {
             bindings::ib_port_state_IB_PORT_INIT => Self::Init,
@@ -164,6 +165,7 @@ impl Mtu {
         })
     }
 
+    /// The MTU a C value stands for, if it is one.
     pub(super) fn from_raw(raw: u32) -> Option<Self> {
         Some(match raw {
             bindings::ib_mtu_IB_MTU_256 => Self::Mtu256,
@@ -175,6 +177,7 @@ impl Mtu {
         })
     }
 
+    /// The C value.
     pub(super) fn to_raw(self) -> u32 {
         match self {
             Self::Mtu256 => bindings::ib_mtu_IB_MTU_256,
@@ -474,6 +477,42 @@ pub(crate) struct DeviceInfo<'a> {
 /// ib_core answers for them as it does for any driver without them (`EOPNOTSUPP` for
 /// the verbs that can be absent); an object kind whose create is not implemented is
 /// left out whole.
+///
+/// # Examples
+///
+/// A driver's type names its data and object types and answers for the device; each
+/// object type implements its trait beside it (see [`CqOps`] for one):
+///
+/// ```ignore
+/// struct MyDriver;
+///
+/// #[vtable]
+/// impl Driver for MyDriver {
+///     type Data = MyDevice;
+///     type Ucontext = MyContext;
+///     type Pd = MyPd;
+///     type Cq = MyCq;
+///     type Qp = MyQp;
+///     type Srq = MySrq;
+///     type Ah = MyAh;
+///     type Mr = MyMr;
+///     type Mw = MyMw;
+///
+///     const MODULE: &'static ThisModule = &crate::THIS_MODULE;
+///     const DRIVER_ID: DriverId = DriverId::RXE;
+///     const UVERBS_ABI_VER: u32 = 2;
+///
+///     fn query_device(_dev: &Device<Self>) -> Result<DeviceAttr> {
+///         // A `const DeviceAttr` of the device's limits and capabilities.
+///         Ok(MY_ATTRS.clone())
+///     }
+///
+///     // query_port, port_immutable, query_pkey, link_layer ...
+/// }
+///
+/// // Registration, from a link type's `newlink`:
+/// Device::<MyDriver>::register(&info, ndev, MyDevice::new(ndev))?;
+/// ```
 #[vtable]
 pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// Per-device data, pin-initialised inside ib_core's device allocation.
@@ -576,6 +615,7 @@ impl<T: Driver> Device<T> {
         unsafe { &*ptr.cast::<Self>() }
     }
 
+    /// The C device, for ib_core calls.
     pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }

@@ -244,6 +244,7 @@ impl AddressVector {
         }
     }
 
+    /// Writes the address into a query's answer (a RoCE address vector).
     pub(super) fn write_to(&self, a: &mut bindings::rdma_ah_attr) {
         *a = pin_init::zeroed();
         a.type_ = bindings::rdma_ah_attr_type_RDMA_AH_ATTR_TYPE_ROCE;

@@ -282,6 +282,7 @@ impl<'a> SendWr<'a> {
 pub(crate) struct WcQp(usize);
 
 impl WcQp {
+    /// The identity of `qp`.
     pub(super) fn new(qp: *mut bindings::ib_qp) -> Self {
         Self(qp as usize)
     }
