@@ -23,7 +23,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{device_of, Callbacks, Events, Kind, Object},
+    object::{device_of, Events, Kind, Object},
     ucontext::UserCall,
     wr::WcOut,
 };
@@ -197,13 +197,12 @@ unsafe extern "C" fn create_cq<T: Driver>(
             // SAFETY: `user` is the bundle of a uverbs call on our device.
             Some(unsafe { UserCall::<T>::from_bundle(user)? })
         };
-        // SAFETY: ib_core is creating `cq`; it lives until its destroy, and a failed
-        // create revokes the record here.
-        let events = unsafe { CqEvents::new(cq)? };
-        let (data, cqe) = T::Cq::create_cq(dev, &init, call.as_ref(), &events)
-            .inspect_err(|_| events.revoke())?;
-        // SAFETY: Nothing of the block is initialised yet.
-        unsafe { Cq::<T>::init(cq, events, Ok(data))? };
+        // SAFETY: Nothing of the block is initialised yet; ib_core set the handlers.
+        let cqe = unsafe {
+            Cq::<T>::create_with_events(cq, |events| {
+                T::Cq::create_cq(dev, &init, call.as_ref(), events)
+            })?
+        };
         // SAFETY: `cqe` is a plain field that ib_core reads after we return.
         unsafe { (*cq).cqe = cqe as i32 };
         Ok(0)

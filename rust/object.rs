@@ -14,7 +14,8 @@
 //! the ops table (the trampolines) and the accessors.
 //!
 //! ```text
-//!   ib_core allocates ──► create: Events::new, the driver's create, Object::init
+//!   ib_core allocates ──► create (Object::create_with_events for CQs, QPs, SRQs: the
+//!        │                 record, the driver's create, Object::init; else Object::init)
 //!        │                 │ fails: events revoked (a clone the driver kept calls
 //!        │                 │ nothing), nothing initialised, ib_core frees the block
 //!        ▼
@@ -167,6 +168,31 @@ impl<T: Driver, K: Kind<T>> Object<T, K> {
         Ok(())
     }
 
+    /// Creates a new object whose consumer takes events: makes the record of its
+    /// callbacks, has the driver's `create` build the data with it (returning the data
+    /// and what the caller reports to ib_core), and initialises the block. If anything
+    /// fails the record is revoked, so that a clone the driver kept calls nothing once
+    /// ib_core frees the block.
+    ///
+    /// # Safety
+    ///
+    /// As [`Self::init`]; ib_core has set the object's handlers.
+    pub(super) unsafe fn create_with_events<C: EventSource, R>(
+        raw: *mut C,
+        create: impl FnOnce(&Arc<Events<C>>) -> Result<(K::Data, R)>,
+    ) -> Result<R>
+    where
+        K: Kind<T, Raw = C, Events = Arc<Events<C>>>,
+    {
+        // SAFETY: ib_core is creating `raw`, with its handlers set; it lives until its
+        // destroy revokes the record, or the revocation below (or in `init`) on failure.
+        let events = unsafe { Events::new(raw)? };
+        let (data, out) = create(&events).inspect_err(|_| events.revoke())?;
+        // SAFETY: Per the caller.
+        unsafe { Self::init(raw, events, Ok(data))? };
+        Ok(out)
+    }
+
     /// Drops the callbacks and the driver's data of an object that is going away; no
     /// callback runs once this returns.
     ///
@@ -311,8 +337,8 @@ impl<C: EventSource> Events<C> {
     ///
     /// `obj` must be an object ib_core is creating, with its handlers set, that lives
     /// until the record is revoked: by its destroy ([`Object::drop_in_place`]), or when
-    /// its create fails ([`Object::init`], or by the caller if it does not get there).
-    pub(super) unsafe fn new(obj: *mut C) -> Result<Arc<Self>> {
+    /// its create fails ([`Object::create_with_events`]).
+    unsafe fn new(obj: *mut C) -> Result<Arc<Self>> {
         // INVARIANT: `obj` lives until the record is revoked, per the caller.
         Arc::pin_init(
             pin_init!(Self {

@@ -22,7 +22,7 @@ use super::{
     bindings,
     cq::Cq,
     device::{Device, Driver, Mtu},
-    object::{device_of, Callbacks, Events, Kind, Object},
+    object::{device_of, Events, Kind, Object},
     pd::PdId,
     srq::Srq,
     ucontext::UserCall,
@@ -634,16 +634,16 @@ unsafe extern "C" fn create_qp<T: Driver>(
         };
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        // SAFETY: ib_core is creating `qp`; it lives until its destroy, and a failed
-        // create revokes the record here.
-        let events = unsafe { QpEvents::new(qp)? };
-        let made = T::Qp::create_qp(dev, &qinit, user.as_ref(), &events)
-            .inspect_err(|_| events.revoke())?;
-        made.cap.write_to(&mut a.cap);
-        // SAFETY: Nothing of the block is initialised yet.
-        unsafe { Qp::<T>::init(qp, events, Ok(made.data))? };
+        // SAFETY: Nothing of the block is initialised yet; ib_core set the handler.
+        let (cap, qp_num) = unsafe {
+            Qp::<T>::create_with_events(qp, |events| {
+                T::Qp::create_qp(dev, &qinit, user.as_ref(), events)
+                    .map(|made| (made.data, (made.cap, made.qp_num)))
+            })?
+        };
+        cap.write_to(&mut a.cap);
         // SAFETY: `qp_num` is a plain field that ib_core reads after we return.
-        unsafe { (*qp).qp_num = made.qp_num };
+        unsafe { (*qp).qp_num = qp_num };
         Ok(0)
     })
 }

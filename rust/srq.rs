@@ -13,7 +13,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{device_of, Callbacks, Events, Kind, Object},
+    object::{device_of, Events, Kind, Object},
     ucontext::UserCall,
     wr::RecvWr,
 };
@@ -152,15 +152,14 @@ unsafe extern "C" fn create_srq<T: Driver>(
         let dev = unsafe { device_of::<T, _>(srq) };
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
-        // SAFETY: ib_core is creating `srq`; it lives until its destroy, and a failed
-        // create revokes the record here.
-        let events = unsafe { SrqEvents::new(srq)? };
-        let (data, attr) =
-            T::Srq::create_srq(dev, &SrqAttr::from_raw(&a.attr), user.as_ref(), &events)
-                .inspect_err(|_| events.revoke())?;
+        let wanted = SrqAttr::from_raw(&a.attr);
+        // SAFETY: Nothing of the block is initialised yet; ib_core set the handler.
+        let attr = unsafe {
+            Srq::<T>::create_with_events(srq, |events| {
+                T::Srq::create_srq(dev, &wanted, user.as_ref(), events)
+            })?
+        };
         attr.write_to(&mut a.attr);
-        // SAFETY: Nothing of the block is initialised yet.
-        unsafe { Srq::<T>::init(srq, events, Ok(data))? };
         Ok(0)
     })
 }
