@@ -13,7 +13,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{device_of, Kind, Object},
+    object::{device_of, Absent, Kind, Object},
     pd::PdId,
     qp::AddressVector,
     ucontext::UserCall,
@@ -41,6 +41,9 @@ pub(crate) trait AhOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
+
+#[vtable]
+impl<T: Driver> AhOps<T> for Absent {}
 
 /// The kind of an address handle.
 pub(crate) enum AhKind {}

@@ -232,10 +232,27 @@ pub(crate) mod port_cap {
 }
 
 /// Atomic operation support (`enum ib_atomic_cap`).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Debug, Default)]
+// The whole of the C enum; each driver uses its own.
+#[allow(dead_code)]
 pub(crate) enum AtomicCap {
+    /// No atomic operations.
+    #[default]
+    None,
     /// Atomic with respect to this device.
     Hca,
+    /// Atomic with respect to this device and every other agent on the host.
+    Global,
+}
+
+impl AtomicCap {
+    fn to_raw(self) -> u32 {
+        match self {
+            Self::None => bindings::ib_atomic_cap_IB_ATOMIC_NONE,
+            Self::Hca => bindings::ib_atomic_cap_IB_ATOMIC_HCA,
+            Self::Global => bindings::ib_atomic_cap_IB_ATOMIC_GLOB,
+        }
+    }
 }
 
 /// What `ibv_advise_mr()` asks of an on-demand MR's pages.
@@ -255,7 +272,8 @@ pub(crate) use super::wr::Sge;
 /// Device attributes, as `ibv_query_device()` reports them.
 ///
 /// Only what a software RoCE device has to say; everything else is reported as zero.
-#[derive(Clone, Debug)]
+/// The default is a device that offers nothing: no limits, no capabilities.
+#[derive(Clone, Debug, Default)]
 pub(crate) struct DeviceAttr {
     pub(crate) sys_image_guid: [u8; 8],
     pub(crate) max_mr_size: u64,
@@ -331,9 +349,7 @@ impl DeviceAttr {
         out.max_qp_rd_atom = self.max_qp_rd_atom as c_int;
         out.max_res_rd_atom = self.max_res_rd_atom as c_int;
         out.max_qp_init_rd_atom = self.max_qp_init_rd_atom as c_int;
-        out.atomic_cap = match self.atomic_cap {
-            AtomicCap::Hca => bindings::ib_atomic_cap_IB_ATOMIC_HCA,
-        };
+        out.atomic_cap = self.atomic_cap.to_raw();
         out.max_mw = self.max_mw as c_int;
         out.max_mcast_grp = self.max_mcast_grp as c_int;
         out.max_mcast_qp_attach = self.max_mcast_qp_attach as c_int;
@@ -390,10 +406,64 @@ impl PortAttr {
 /// What a port of an RDMA device is, fixed for the device's life.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct PortImmutable {
+    /// The length of the P_Key table.
     pub(crate) pkey_tbl_len: u32,
+    /// The length of the GID table.
     pub(crate) gid_tbl_len: u32,
-    /// RoCE v2 (`RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`) when true.
-    pub(crate) roce_v2: bool,
+    /// The protocol the port speaks, which says which of ib_core's services (MADs,
+    /// connection managers, GID management) it gets.
+    pub(crate) protocol: PortProtocol,
+}
+
+/// The protocol of a port: one of the combinations of capabilities `RDMA_CORE_PORT_*`
+/// that ib_core defines, and the size of the management datagrams it exchanges.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+// The whole of what ib_core defines; each driver uses its own.
+#[allow(dead_code)]
+pub(crate) enum PortProtocol {
+    /// None that ib_core manages: no MADs, no connection manager, no GIDs. For a
+    /// device with no data path, such as `samples/rdma_minimal`.
+    None,
+    /// InfiniBand (`RDMA_CORE_PORT_IBA_IB`).
+    Infiniband,
+    /// RoCE v1 (`RDMA_CORE_PORT_IBA_ROCE`).
+    Roce,
+    /// RoCE v2, over UDP (`RDMA_CORE_PORT_IBA_ROCE_UDP_ENCAP`).
+    RoceV2,
+    /// iWARP (`RDMA_CORE_PORT_IWARP`).
+    Iwarp,
+    /// Omni-Path (`RDMA_CORE_PORT_INTEL_OPA`).
+    Opa,
+    /// Raw Ethernet packets (`RDMA_CORE_PORT_RAW_PACKET`).
+    RawPacket,
+    /// usNIC (`RDMA_CORE_PORT_USNIC`).
+    Usnic,
+}
+
+impl PortProtocol {
+    /// The `core_cap_flags` of a port of this protocol.
+    fn core_cap_flags(self) -> u32 {
+        match self {
+            Self::None => 0,
+            Self::Infiniband => bindings::RXE_RS_CORE_PORT_IBA_IB,
+            Self::Roce => bindings::RXE_RS_CORE_PORT_IBA_ROCE,
+            Self::RoceV2 => bindings::RXE_RS_CORE_PORT_IBA_ROCE_UDP_ENCAP,
+            Self::Iwarp => bindings::RXE_RS_CORE_PORT_IWARP,
+            Self::Opa => bindings::RXE_RS_CORE_PORT_INTEL_OPA,
+            Self::RawPacket => bindings::RXE_RS_CORE_PORT_RAW_PACKET,
+            Self::Usnic => bindings::RXE_RS_CORE_PORT_USNIC,
+        }
+    }
+
+    /// The largest MAD the port handles: none unless it speaks InfiniBand's management
+    /// protocol (ib_core refuses a MAD size on a port without it).
+    fn max_mad_size(self) -> u32 {
+        match self {
+            Self::Infiniband | Self::Roce | Self::RoceV2 => bindings::RXE_RS_MGMT_MAD_SIZE,
+            Self::Opa => bindings::RXE_RS_OPA_MGMT_MAD_SIZE,
+            Self::None | Self::Iwarp | Self::RawPacket | Self::Usnic => 0,
+        }
+    }
 }
 
 /// The link layer of a port (`enum rdma_link_layer`).
@@ -615,8 +685,8 @@ impl<T: Driver> Device<T> {
         unsafe { &*ptr.cast::<Self>() }
     }
 
-    /// The C device, for ib_core calls.
-    pub(super) fn as_raw(&self) -> *mut bindings::ib_device {
+    /// The C device, for ib_core calls (of this layer and of the software-RoCE part).
+    pub(crate) fn as_raw(&self) -> *mut bindings::ib_device {
         self.ib.get()
     }
 
@@ -833,12 +903,8 @@ impl<T: Driver> Device<T> {
             let out = unsafe { &mut *out };
             out.pkey_tbl_len = p.pkey_tbl_len as c_int;
             out.gid_tbl_len = p.gid_tbl_len as c_int;
-            out.core_cap_flags = if p.roce_v2 {
-                bindings::RXE_RS_CORE_PORT_IBA_ROCE_UDP_ENCAP
-            } else {
-                0
-            };
-            out.max_mad_size = bindings::RXE_RS_MGMT_MAD_SIZE;
+            out.core_cap_flags = p.protocol.core_cap_flags();
+            out.max_mad_size = p.protocol.max_mad_size();
             Ok(0)
         })
     }

@@ -1,13 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Safe abstractions over ib_core, uverbs and the netdev pieces that rxe_rs needs.
+//! Safe abstractions over ib_core, uverbs and the netdev pieces an RDMA driver needs:
+//! the generic layer, which names no driver.
 //!
 //! C headers: [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h),
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h),
 //! [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
 //!
-//! This is the only part of the module that uses `unsafe` and raw bindings; the driver
-//! under `drivers/infiniband/sw/rxe_rs/` is `#![deny(unsafe_code)]`.
+//! Together with the software-RoCE part beside it ([`sw`](../sw/index.html): librxe's
+//! ring layout, the RoCE v2 UDP sockets and packets, the ODP page mirror), this is the
+//! only code of the module that uses `unsafe` and raw bindings; the driver under
+//! `drivers/infiniband/sw/rxe_rs/` is `#![deny(unsafe_code)]`. The crate root loads
+//! this file as its module `ib` (the software part and the `new_spinlock_irq!` macro
+//! name it so) and the software part as `sw`; nothing here names `sw`, so a driver
+//! that is not a software RoCE device loads this layer alone (`samples/rdma_minimal`).
 //!
 //! | Rust | C | who allocates | who frees |
 //! |---|---|---|---|
@@ -22,7 +28,7 @@
 //! | [`mr::Mr<T>`] | `struct ib_mr` + data | the driver (`KBox`) | the driver, in `dereg_mr` |
 //! | [`mr::Umem`] | `struct ib_umem` | `ib_umem_get()` | `ib_umem_release()` |
 //! | [`mmap::UserMap`] | `struct rdma_user_mmap_entry` + memory | the driver | ib_core's `mmap_free` |
-//! | [`queue::QueueMem`] | charged `vmap()` of `VM_USERMAP` pages | the driver | last [`Arc`](kernel::sync::Arc), pages at last unmap |
+//! | [`mmap::UserMem`] | charged `vmap()` of `VM_USERMAP` pages | the driver | last [`Arc`](kernel::sync::Arc), pages at last unmap |
 //! | [`link::Registration<T>`] | `struct rdma_link_ops` | the module (pinned) | the module |
 //! | [`netdev::Notifier<T>`] | `struct notifier_block` | the module (pinned) | the module |
 //!
@@ -39,7 +45,6 @@
 pub(crate) mod ah;
 pub(crate) mod bindings;
 pub(crate) mod cq;
-pub(crate) mod crc;
 pub(crate) mod device;
 pub(crate) mod link;
 pub(crate) mod mmap;
@@ -47,19 +52,13 @@ pub(crate) mod mr;
 pub(crate) mod mw;
 pub(crate) mod netdev;
 pub(crate) mod object;
-pub(crate) mod odp;
 pub(crate) mod pd;
 pub(crate) mod qp;
-pub(crate) mod queue;
-pub(crate) mod random;
-pub(crate) mod rxe_abi;
-pub(crate) mod skb;
 pub(crate) mod srq;
 pub(crate) mod stats;
 pub(crate) mod sync;
 pub(crate) mod task;
 pub(crate) mod ucontext;
 pub(crate) mod udata;
-pub(crate) mod udp;
 pub(crate) mod verbs;
 pub(crate) mod wr;

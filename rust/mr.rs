@@ -20,7 +20,7 @@ use super::sync::{new_spinlock_irq, SpinLockIrq};
 use super::{
     bindings,
     device::{eopnotsupp, Advice, Device, Driver},
-    object::{device_of, Kind, Object},
+    object::{device_of, Absent, Kind, Object},
     pd::PdId,
     ucontext::UserCall,
     wr::Sge,
@@ -327,14 +327,16 @@ pub(crate) struct MrCreated<D> {
 pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
     /// A process registers `len` bytes of its memory at `start`, addressed from `iova`.
     fn reg_user_mr(
-        dev: &Device<T>,
-        pd: PdId,
-        start: u64,
-        len: u64,
-        iova: u64,
-        access: u32,
-        user: &UserCall<'_, T>,
-    ) -> Result<MrCreated<Self>>;
+        _dev: &Device<T>,
+        _pd: PdId,
+        _start: u64,
+        _len: u64,
+        _iova: u64,
+        _access: u32,
+        _user: &UserCall<'_, T>,
+    ) -> Result<MrCreated<Self>> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// A process advises the device to map the pages of on-demand MRs (`ibv_advise_mr()`)
     /// now; with `flush`, before the call returns.
@@ -351,11 +353,13 @@ pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
     /// A kernel consumer asks for an MR covering all of memory (its PD's DMA lkey),
     /// which `mem` opens.
     fn get_dma_mr(
-        dev: &Device<T>,
-        pd: PdId,
-        access: u32,
-        mem: KernelMemory,
-    ) -> Result<MrCreated<Self>>;
+        _dev: &Device<T>,
+        _pd: PdId,
+        _access: u32,
+        _mem: KernelMemory,
+    ) -> Result<MrCreated<Self>> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// A kernel consumer asks for a fast-registration MR of up to `max_pages` pages.
     /// Goes with [`MrOps::mr_page_list`].
@@ -365,13 +369,18 @@ pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
 
     /// An MR is to be deregistered: refuse, and it stays as it is; succeed, and it is
     /// dropped.
-    fn dereg_mr(mr: &Mr<T>) -> Result;
+    fn dereg_mr(_mr: &Mr<T>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The page list `map_mr_sg` fills, for an MR made by [`MrOps::alloc_mr`].
     fn mr_page_list(_mr: &Mr<T>) -> Option<&PageList> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
+
+#[vtable]
+impl<T: Driver> MrOps<T> for Absent {}
 
 /// The kind of a memory region.
 pub(crate) enum MrKind {}
@@ -451,8 +460,23 @@ unsafe extern "C" fn set_page<T: Driver>(mr: *mut bindings::ib_mr, addr: u64) ->
 
 /// Fills in the MR verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
-    ops.get_dma_mr = Some(get_dma_mr::<T>);
-    ops.reg_user_mr = Some(reg_user_mr::<T>);
+    let makes_mrs = T::Mr::HAS_REG_USER_MR || T::Mr::HAS_GET_DMA_MR || T::Mr::HAS_ALLOC_MR;
+    const {
+        assert!(
+            !(T::Mr::HAS_REG_USER_MR || T::Mr::HAS_GET_DMA_MR || T::Mr::HAS_ALLOC_MR)
+                || T::Mr::HAS_DEREG_MR,
+            "an MR that is made must be deregistered: dereg_mr"
+        )
+    };
+    if !makes_mrs {
+        return;
+    }
+    if T::Mr::HAS_GET_DMA_MR {
+        ops.get_dma_mr = Some(get_dma_mr::<T>);
+    }
+    if T::Mr::HAS_REG_USER_MR {
+        ops.reg_user_mr = Some(reg_user_mr::<T>);
+    }
     ops.dereg_mr = Some(dereg_mr::<T>);
     if T::Mr::HAS_ADVISE_MR {
         ops.advise_mr = Some(advise_mr::<T>);

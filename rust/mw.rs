@@ -11,7 +11,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{device_of, Kind, Object},
+    object::{device_of, Absent, Kind, Object},
     pd::PdId,
     ucontext::UserCall,
 };
@@ -32,6 +32,9 @@ pub(crate) trait MwOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
+
+#[vtable]
+impl<T: Driver> MwOps<T> for Absent {}
 
 /// The kind of a memory window.
 pub(crate) enum MwKind {}

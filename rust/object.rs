@@ -39,7 +39,10 @@ use core::{
 use kernel::{
     new_mutex,
     prelude::*,
-    sync::{Arc, Mutex},
+    sync::{
+        atomic::{Atomic, Relaxed},
+        Arc, Mutex,
+    },
     types::Opaque,
 };
 
@@ -91,6 +94,62 @@ pub(crate) trait Kind<T: Driver> {
     type Events: Callbacks;
     /// The driver's part.
     type Data;
+}
+
+/// The data type of a kind of object a driver does not have: QPs, SRQs, AHs, MRs or MWs
+/// (`type Qp = Absent;` in its [`Driver`] impl).
+///
+/// It implements the kind's verbs trait with none of its verbs, so the kind is left
+/// out of the ops table and ib_core answers `EOPNOTSUPP` when one is asked for. No value
+/// of it can exist.
+// rxe_rs has every kind of object; samples/rdma_minimal uses it.
+#[allow(dead_code)]
+pub(crate) enum Absent {}
+
+/// A count of live objects of one kind, bounded by a device limit.
+///
+/// ib_core does not hold a device to the limits it reports (`max_pd`, `max_cq`, ...);
+/// a driver keeps one `Quota` per kind and a [`Charge`] in each object.
+pub(crate) struct Quota {
+    live: Atomic<u32>,
+    max: u32,
+}
+
+impl Quota {
+    /// A quota of `max` objects.
+    pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
+        Ok(Arc::new(
+            Self {
+                live: Atomic::new(0),
+                max,
+            },
+            GFP_KERNEL,
+        )?)
+    }
+
+    /// Reserves room for one more object, or fails with `ENOMEM` at the limit.
+    pub(crate) fn charge(this: &Arc<Self>) -> Result<Charge> {
+        let mut cur = this.live.load(Relaxed);
+        loop {
+            if cur >= this.max {
+                return Err(ENOMEM);
+            }
+            match this.live.cmpxchg(cur, cur + 1, Relaxed) {
+                Ok(_) => break,
+                Err(seen) => cur = seen,
+            }
+        }
+        Ok(Charge(this.clone()))
+    }
+}
+
+/// One object's share of a [`Quota`], given back when dropped.
+pub(crate) struct Charge(Arc<Quota>);
+
+impl Drop for Charge {
+    fn drop(&mut self) {
+        self.0.live.fetch_sub(1, Relaxed);
+    }
 }
 
 /// The consumer's callbacks of an object, stopped before the object goes.

@@ -22,7 +22,7 @@ use super::{
     bindings,
     cq::Cq,
     device::{Device, Driver, Mtu},
-    object::{device_of, Events, Kind, Object},
+    object::{device_of, Absent, Events, Kind, Object},
     pd::PdId,
     srq::Srq,
     ucontext::UserCall,
@@ -30,36 +30,68 @@ use super::{
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 
-/// The transport service of a QP.
+/// The transport service of a QP (`enum ib_qp_type`, the types ib_core hands to drivers).
+///
+/// A driver refuses at create the types it does not carry, with `EOPNOTSUPP`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+// The whole of the C enum; each driver carries its own subset.
+#[allow(dead_code)]
 pub(crate) enum QpType {
+    /// QP0, the subnet management QP of an InfiniBand port (kernel consumers only).
+    Smi,
+    /// QP1, the general services QP of a port (kernel consumers only).
+    Gsi,
     /// Reliable connected.
     Rc,
     /// Unreliable connected.
     Uc,
     /// Unreliable datagram.
     Ud,
-    /// QP1, the general services QP of a port (kernel consumers only).
-    Gsi,
+    /// Raw IPv6 datagrams.
+    RawIpv6,
+    /// Raw datagrams of one Ethertype.
+    RawEthertype,
+    /// Raw Ethernet packets.
+    RawPacket,
+    /// XRC initiator.
+    XrcIni,
+    /// XRC target.
+    XrcTgt,
+    /// A type of the driver's own (`IB_QPT_DRIVER`).
+    Driver,
 }
 
 impl QpType {
     fn from_raw(raw: u32) -> Option<Self> {
         Some(match raw {
+            bindings::ib_qp_type_IB_QPT_SMI => Self::Smi,
+            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
             bindings::ib_qp_type_IB_QPT_RC => Self::Rc,
             bindings::ib_qp_type_IB_QPT_UC => Self::Uc,
             bindings::ib_qp_type_IB_QPT_UD => Self::Ud,
-            bindings::ib_qp_type_IB_QPT_GSI => Self::Gsi,
+            bindings::ib_qp_type_IB_QPT_RAW_IPV6 => Self::RawIpv6,
+            bindings::ib_qp_type_IB_QPT_RAW_ETHERTYPE => Self::RawEthertype,
+            bindings::ib_qp_type_IB_QPT_RAW_PACKET => Self::RawPacket,
+            bindings::ib_qp_type_IB_QPT_XRC_INI => Self::XrcIni,
+            bindings::ib_qp_type_IB_QPT_XRC_TGT => Self::XrcTgt,
+            bindings::ib_qp_type_IB_QPT_DRIVER => Self::Driver,
             _ => return None,
         })
     }
 
     fn to_raw(self) -> u32 {
         match self {
+            Self::Smi => bindings::ib_qp_type_IB_QPT_SMI,
+            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
             Self::Rc => bindings::ib_qp_type_IB_QPT_RC,
             Self::Uc => bindings::ib_qp_type_IB_QPT_UC,
             Self::Ud => bindings::ib_qp_type_IB_QPT_UD,
-            Self::Gsi => bindings::ib_qp_type_IB_QPT_GSI,
+            Self::RawIpv6 => bindings::ib_qp_type_IB_QPT_RAW_IPV6,
+            Self::RawEthertype => bindings::ib_qp_type_IB_QPT_RAW_ETHERTYPE,
+            Self::RawPacket => bindings::ib_qp_type_IB_QPT_RAW_PACKET,
+            Self::XrcIni => bindings::ib_qp_type_IB_QPT_XRC_INI,
+            Self::XrcTgt => bindings::ib_qp_type_IB_QPT_XRC_TGT,
+            Self::Driver => bindings::ib_qp_type_IB_QPT_DRIVER,
         }
     }
 }
@@ -486,6 +518,12 @@ impl QpEvent {
 }
 
 /// The verbs of a queue pair: what a driver's QP data (`T::Qp`) implements.
+///
+/// A driver without `create_qp` has no QPs: the kind is left out of the ops table and
+/// ib_core refuses QPs with `EOPNOTSUPP`. One with it implements `modify_qp`,
+/// `destroy_qp`, `post_send` and `post_recv` too. Without QPs (or without MRs, see
+/// [`super::mr::MrOps`]) ib_core does not offer the device to its kernel clients (MAD,
+/// connection managers, ULPs): it is not a kernel-verbs provider.
 #[vtable]
 pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
     /// A queue pair is created, for a process (`user`) or a kernel consumer.
@@ -493,14 +531,18 @@ pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
     /// `events` reaches the consumer's event handler until the QP is destroyed. The
     /// capacities returned are what the QP's queues actually hold.
     fn create_qp(
-        dev: &Device<T>,
-        init: &QpInit<'_, T>,
-        user: Option<&UserCall<'_, T>>,
-        events: &Arc<QpEvents>,
-    ) -> Result<QpCreated<Self>>;
+        _dev: &Device<T>,
+        _init: &QpInit<'_, T>,
+        _user: Option<&UserCall<'_, T>>,
+        _events: &Arc<QpEvents>,
+    ) -> Result<QpCreated<Self>> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The consumer changes a QP's state and attributes.
-    fn modify_qp(qp: &Qp<T>, attr: &QpAttr, user: Option<&UserCall<'_, T>>) -> Result;
+    fn modify_qp(_qp: &Qp<T>, _attr: &QpAttr, _user: Option<&UserCall<'_, T>>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The consumer asks for a QP's state and attributes.
     fn query_qp(_qp: &Qp<T>) -> QpQuery {
@@ -510,7 +552,9 @@ pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
     /// A QP is about to be destroyed: once this returns, nothing of it may run.
     ///
     /// ib_core frees the QP right after; its data is dropped in place just before.
-    fn destroy_qp(qp: &Qp<T>);
+    fn destroy_qp(_qp: &Qp<T>) {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// A process rang the send doorbell: new work requests are in the QP's send ring.
     /// May be called in atomic context. Without it, a process's post fails.
@@ -520,10 +564,14 @@ pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
 
     /// The kernel posts one send work request (of a chain: each in turn until one
     /// fails). May be called in atomic context.
-    fn post_send(qp: &Qp<T>, wr: &SendWr<'_>) -> Result;
+    fn post_send(_qp: &Qp<T>, _wr: &SendWr<'_>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The kernel posts one receive work request, as [`QpOps::post_send`].
-    fn post_recv(qp: &Qp<T>, wr: &RecvWr<'_>) -> Result;
+    fn post_recv(_qp: &Qp<T>, _wr: &RecvWr<'_>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// A UD QP joins the multicast group `gid`.
     fn attach_mcast(_qp: &Qp<T>, _gid: &[u8; 16]) -> Result {
@@ -535,6 +583,9 @@ pub(crate) trait QpOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
+
+#[vtable]
+impl<T: Driver> QpOps<T> for Absent {}
 
 /// The consumer's event callback of one QP ([`Events`]).
 pub(crate) type QpEvents = Events<bindings::ib_qp>;
@@ -574,6 +625,19 @@ impl<T: Driver> Qp<T> {
 
 /// Fills in the QP verbs of an ops table.
 pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
+    const {
+        assert!(
+            !T::Qp::HAS_CREATE_QP
+                || (T::Qp::HAS_MODIFY_QP
+                    && T::Qp::HAS_DESTROY_QP
+                    && T::Qp::HAS_POST_SEND
+                    && T::Qp::HAS_POST_RECV),
+            "create_qp needs modify_qp, destroy_qp, post_send and post_recv"
+        )
+    };
+    if !T::Qp::HAS_CREATE_QP {
+        return;
+    }
     ops.size_ib_qp = Qp::<T>::block_size();
     ops.create_qp = Some(create_qp::<T>);
     ops.modify_qp = Some(modify_qp::<T>);
@@ -863,7 +927,19 @@ mod tests {
         for s in all {
             assert_eq!(QpState::from_raw(s.to_raw()), Some(s));
         }
-        for t in [QpType::Rc, QpType::Uc, QpType::Ud, QpType::Gsi] {
+        for t in [
+            QpType::Smi,
+            QpType::Gsi,
+            QpType::Rc,
+            QpType::Uc,
+            QpType::Ud,
+            QpType::RawIpv6,
+            QpType::RawEthertype,
+            QpType::RawPacket,
+            QpType::XrcIni,
+            QpType::XrcTgt,
+            QpType::Driver,
+        ] {
             assert_eq!(QpType::from_raw(t.to_raw()), Some(t));
         }
         let m = |bits: u32| AttrMask(ib_qp_attr_mask_IB_QP_STATE | bits);

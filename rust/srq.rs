@@ -13,7 +13,7 @@
 use super::{
     bindings,
     device::{Device, Driver},
-    object::{device_of, Events, Kind, Object},
+    object::{device_of, Absent, Events, Kind, Object},
     ucontext::UserCall,
     wr::RecvWr,
 };
@@ -50,6 +50,9 @@ pub(crate) trait SrqOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 }
+
+#[vtable]
+impl<T: Driver> SrqOps<T> for Absent {}
 
 /// The sizes and limit of an SRQ (`struct ib_srq_attr`).
 #[derive(Clone, Copy, Debug, Default)]

@@ -1576,6 +1576,38 @@ t_module_unload() {
 	load
 }
 
+# The sample driver on the generic layer alone (samples/rdma_minimal), loaded while
+# neither driver is (they share the driver id), so the same on both runs: a device on
+# eth0 that ibv_devinfo and librxe see, one per netdev, whose PDs and CQs work within its
+# limits and whose other objects are refused; removed with its netdev, and with the
+# module, which is unloaded whatever the checks found.
+minimal_checks() {
+	local DEV=tmin0
+	rdma link add tmin0 type minimal netdev eth0 || return 1
+	wait_for port_active || { echo "port not active"; return 1; }
+	ibv_devinfo -v -d tmin0 > /tmp/devinfo || { cat /tmp/devinfo; return 1; }
+	grep -q 'node_guid:' /tmp/devinfo && grep -q 'max_pd:[[:space:]]*1024' /tmp/devinfo &&
+		grep -q 'link_layer:[[:space:]]*Ethernet' /tmp/devinfo &&
+		! grep -q 'GID\[' /tmp/devinfo || { cat /tmp/devinfo; return 1; }
+	grep -E 'hca_id|state:|link_layer|max_pd:|max_cq:|max_cqe:|max_qp:' /tmp/devinfo
+	"$VB" tmin0 minimal || return 1
+	rdma link add tmin2 type minimal netdev eth0 2>/dev/null && { echo "second device on eth0"; return 1; }
+	ip link add tveth0 type veth peer name tveth1 && ip link set tveth0 up || return 1
+	rdma link add tmin1 type minimal netdev tveth0 || return 1
+	ip link del tveth0 || return 1
+	deadline_in 10
+	while rdma link show tmin1/1 >/dev/null 2>&1; do in_time || { echo "tmin1 stayed"; return 1; }; sleep 0.1; done
+}
+t_minimal_sample() {
+	local rc
+	[ -f "$HOST/rdma_minimal.ko" ] || { echo "no rdma_minimal.ko (built out of tree only)"; return 4; }
+	insmod "$HOST/rdma_minimal.ko" || return 1
+	minimal_checks; rc=$?
+	rmmod rdma_minimal || { echo "rmmod rdma_minimal failed"; return 1; }
+	no_device || { rdma link show; return 1; }
+	return $rc
+}
+
 # The driver's KUnit suites, in a build of the module made with RXE_RS_KUNIT=1 (the
 # in-tree CONFIG_RDMA_RXE_RS_KUNIT_TEST): they run as it loads and report in KTAP, which
 # the kernel log keeps. Every suite must be there and pass. The guests boot with
@@ -1605,6 +1637,7 @@ echo "TAP version 13"
 run insmod_without_ib_core_fails t_insmod_without_ib_core
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
 run kunit_suites t_kunit
+run minimal_sample_driver t_minimal_sample
 load || { echo "Bail out! cannot load $DRIVER"; exit 1; }
 run link_add t_link_add
 run ibv_devices_lists_device t_ibv_devices

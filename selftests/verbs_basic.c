@@ -204,6 +204,89 @@ static int check_hold(struct ibv_context *ctx)
 	return 0;
 }
 
+/*
+ * The sample driver (samples/rdma_minimal): its limits hold, PDs and CQs work, and every
+ * object it does not have is refused with EOPNOTSUPP.
+ */
+static int check_minimal(struct ibv_context *ctx)
+{
+	enum { MAX_PD = 1024, MAX_CQ = 1024, MAX_CQE = 4096 };
+	static struct ibv_pd *pds[MAX_PD];
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_device_attr da;
+	struct ibv_port_attr pa;
+	struct ibv_wc wc;
+	struct ibv_cq *cq;
+	struct ibv_pd *pd;
+	static char buf[4096];
+	int i;
+
+	if (ibv_query_device(ctx, &da))
+		FAIL("ibv_query_device: %s", strerror(errno));
+	if (da.max_pd != MAX_PD || da.max_cq != MAX_CQ || da.max_cqe != MAX_CQE)
+		FAIL("limits: max_pd %d max_cq %d max_cqe %d", da.max_pd, da.max_cq, da.max_cqe);
+	if (da.max_qp || da.max_mr || da.max_srq || da.max_ah || da.max_mw ||
+	    da.atomic_cap != IBV_ATOMIC_NONE)
+		FAIL("offers what it has not: max_qp %d max_mr %d max_srq %d max_ah %d max_mw %d atomic %d",
+		     da.max_qp, da.max_mr, da.max_srq, da.max_ah, da.max_mw, da.atomic_cap);
+	if (ibv_query_port(ctx, 1, &pa))
+		FAIL("ibv_query_port: %s", strerror(errno));
+	if (pa.state != IBV_PORT_ACTIVE || pa.link_layer != IBV_LINK_LAYER_ETHERNET)
+		FAIL("port state %d link layer %d", pa.state, pa.link_layer);
+	if (pa.gid_tbl_len != 0 || pa.pkey_tbl_len != 1)
+		FAIL("gid_tbl_len %d pkey_tbl_len %d", pa.gid_tbl_len, pa.pkey_tbl_len);
+
+	/* PDs up to the limit, and not one more. */
+	for (i = 0; i < MAX_PD; i++)
+		if (!(pds[i] = ibv_alloc_pd(ctx)))
+			FAIL("ibv_alloc_pd %d: %s", i, strerror(errno));
+	if ((pd = ibv_alloc_pd(ctx)))
+		FAIL("PD %d beyond max_pd allocated", MAX_PD);
+	for (i = 1; i < MAX_PD; i++)
+		if (ibv_dealloc_pd(pds[i]))
+			FAIL("ibv_dealloc_pd %d: %s", i, strerror(errno));
+	pd = pds[0];
+
+	/* A CQ holds what was asked; it stays empty and can be armed. */
+	if (ibv_create_cq(ctx, MAX_CQE + 1, NULL, NULL, 0))
+		FAIL("CQ of %d entries created", MAX_CQE + 1);
+	if (!(cq = ibv_create_cq(ctx, 100, NULL, NULL, 0)))
+		FAIL("ibv_create_cq: %s", strerror(errno));
+	if (cq->cqe < 100)
+		FAIL("cqe %d, asked 100", cq->cqe);
+	if (ibv_poll_cq(cq, 1, &wc) != 0)
+		FAIL("ibv_poll_cq of an empty CQ");
+	if (ibv_req_notify_cq(cq, 0) || ibv_req_notify_cq(cq, 1))
+		FAIL("ibv_req_notify_cq: %s", strerror(errno));
+	if (ibv_resize_cq(cq, 200) != EOPNOTSUPP)
+		FAIL("ibv_resize_cq did not fail with EOPNOTSUPP");
+
+	/* What the device does not have is refused as unsupported. */
+	ia.send_cq = ia.recv_cq = cq;
+	errno = 0;
+	if (ibv_create_qp(pd, &ia) || errno != EOPNOTSUPP)
+		FAIL("ibv_create_qp: %s, want EOPNOTSUPP", strerror(errno));
+	errno = 0;
+	if (ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE) || errno != EOPNOTSUPP)
+		FAIL("ibv_reg_mr: %s, want EOPNOTSUPP", strerror(errno));
+	errno = 0;
+	if (ibv_create_srq(pd, &sa) || errno != EOPNOTSUPP)
+		FAIL("ibv_create_srq: %s, want EOPNOTSUPP", strerror(errno));
+	errno = 0;
+	if (ibv_alloc_mw(pd, IBV_MW_TYPE_1) || errno != EOPNOTSUPP)
+		FAIL("ibv_alloc_mw: %s, want EOPNOTSUPP", strerror(errno));
+
+	if (ibv_destroy_cq(cq))
+		FAIL("ibv_destroy_cq: %s", strerror(errno));
+	if (ibv_dealloc_pd(pd))
+		FAIL("ibv_dealloc_pd: %s", strerror(errno));
+	return 0;
+}
+
 static const struct check checks[] = {
 	{ "open_query", check_open_query },
 	{ "gid", check_gid },
@@ -213,6 +296,7 @@ static const struct check checks[] = {
 	{ "hold", check_hold },
 	{ "create_cq", check_create_cq },
 	{ "unsupported_fails", check_unsupported_fails },
+	{ "minimal", check_minimal },
 	{ NULL }
 };
 

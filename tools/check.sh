@@ -82,7 +82,8 @@ stage_end
 stage_start "rustfmt --check"
 if in_rootfs sh -c 'cd /src && rustfmt --check --edition 2021 \
 	--config-path /usr/src/linux-source-'"$KSERIES"'/.rustfmt.toml \
-	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs drivers/infiniband/sw/rxe_rs/roce/lib.rs'; then
+	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs drivers/infiniband/sw/rxe_rs/roce/lib.rs \
+	samples/rdma_minimal/rdma_minimal.rs'; then
 	pass "rustfmt"
 else
 	fail "rustfmt"

@@ -21,7 +21,7 @@ ksrc=${1:?usage: graft.sh KERNEL_SOURCE_TREE}
 
 dst=$ksrc/drivers/infiniband/sw/rxe_rs
 rm -rf "$dst"
-mkdir -p "$dst/rust"
+mkdir -p "$dst/rust/sw"
 cp "$top/Kconfig" "$top/Kbuild" "$dst/"
 # The driver's Rust files; the wire crate's host-only parts (cargo, its build output,
 # fuzzing) stay behind.
@@ -29,9 +29,11 @@ cp "$top/Kconfig" "$top/Kbuild" "$dst/"
 	find . -name '*.rs' -not -path './roce/fuzz/*' -not -path './roce/target/*' \
 		-not -path './roce/host.rs' -print0 |
 	xargs -0 cp --parents -t "$dst")
-# The layer's sources, not what an in-place build may have left (its bindings).
+# The layer's sources, not what an in-place build may have left (its bindings): the
+# generic part and the software-RoCE part below it.
 find "$top/rust" -maxdepth 1 -type f \( -name '*.rs' -o -name '*.[ch]' \
 	-o -name bindgen_parameters \) -not -name bindings_generated.rs -exec cp -t "$dst/rust" {} +
+cp "$top"/rust/sw/*.rs "$dst/rust/sw/"
 # The selftests' sources, where the kselftest build finds them
 # (TARGETS=drivers/infiniband/rxe_rs), and the kernel-consumer test module's.
 tests=$ksrc/tools/testing/selftests/drivers/infiniband/rxe_rs

@@ -45,7 +45,7 @@ prepare_base() {
 make_share() {
 	local flavor=$1 share=$TOP_DIR/build/share-$1
 	mkdir -p "$share/bin"
-	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$share/"
+	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$TOP_DIR/build/$flavor/rdma_minimal.ko" "$share/"
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
 		"$TOP_DIR/selftests/roce_send.py" "$TOP_DIR/selftests/live_qps.py" \
 		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" "$share/"

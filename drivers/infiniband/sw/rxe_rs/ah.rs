@@ -10,15 +10,16 @@
 //!
 //! [`check_av`] checks an address vector, an AH's and a QP's alike.
 
+use crate::ib::object::{Charge, Quota};
 use crate::ib::{
     ah::{Ah, AhOps},
     device::Device,
     pd::PdId,
     qp::{AddressVector, NetworkType},
-    rxe_abi::create_ah_resp,
     ucontext::UserCall,
 };
-use crate::param::{self, Charge, Quota};
+use crate::param;
+use crate::sw::rxe_abi::create_ah_resp;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wqe::put_at;
 use crate::RxeRs;

@@ -22,23 +22,22 @@
 //! CQ lock, so it consumes nothing meanwhile. The old ring's pages stay valid for as long
 //! as the process keeps them mapped.
 
-use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
 use crate::ib::{
     cq::{Cq, CqEvents, CqInit, CqOps, Notify},
     device::Device,
     mmap::UserMap,
-    queue::{Geometry, Ring},
-    rxe_abi::UVERBS_WC_LEN,
+    object::{Charge, Quota},
+    sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun, Workqueue},
     ucontext::UserCall,
     verbs::WcStatus,
     wr::WcOut,
 };
-use crate::{
-    param::{self, Charge, Quota},
-    wc::Completion,
-    RxeRs,
+use crate::sw::{
+    queue::{Geometry, Ring},
+    rxe_abi::UVERBS_WC_LEN,
 };
+use crate::{param, wc::Completion, RxeRs};
 use kernel::{prelude::*, sync::Arc};
 
 /// The driver's part of a completion queue.
@@ -207,7 +206,7 @@ impl UserQueue {
 
     /// librxe's `struct mminfo`: where to map the ring and how much of it.
     fn mminfo(&self) -> [u8; 16] {
-        crate::queue::mminfo(&self.map)
+        crate::sw::rxe_abi::mminfo_of(&self.map)
     }
 
     /// Writes one completion, unless the ring is full.

@@ -9,24 +9,22 @@
 //! Its GIDs are filled by ib_core from the netdev's IP addresses; its port state is read
 //! from the netdev on every query.
 
+use crate::ib::object::Quota;
 use crate::ib::{
     device::{
         cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, DriverId, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortState, WriteCmds,
+        PhysState, PortAttr, PortImmutable, PortProtocol, PortState, WriteCmds,
     },
     link::LinkDriver,
     netdev::{NetDevice, NetDeviceRef},
     stats::StatDesc,
-    task::Workqueue,
-    udp::Tunnels,
-};
-use crate::ib::{
-    skb::Skb,
     sync::{new_spinlock_irq, SpinLockIrq},
+    task::Workqueue,
 };
-use crate::param::{self, Quota, PORT};
+use crate::param::{self, PORT};
 use crate::recv::{Recv, Source};
 use crate::stats::{Counter, Counters};
+use crate::sw::{skb::Skb, udp::Tunnels};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
@@ -300,7 +298,7 @@ impl Driver for RxeRs {
         Ok(PortImmutable {
             pkey_tbl_len: param::PORT_PKEY_TBL_LEN.into(),
             gid_tbl_len: param::PORT_GID_TBL_LEN,
-            roce_v2: true,
+            protocol: PortProtocol::RoceV2,
         })
     }
 

@@ -7,7 +7,7 @@
 //! `ib::odp`): a process whose MR maps a file that nobody serves keeps one asleep for
 //! every fault it starts there. Unbounded, a process could leave one asleep per QP it
 //! creates and destroys, each a kernel thread, until the module's fault workqueue had
-//! no room left for anybody's faults. So each user (`ib::odp::current_owner` when the
+//! no room left for anybody's faults. So each user (`sw::odp::current_owner` when the
 //! MR was registered) has [`FaultSlots`] on the device: a fault holds a [`FaultSlot`]
 //! from its start to its end. A QP whose fault finds none free waits in line; a slot
 //! that is freed goes to the first QP in line (which runs again and uses it, or, if it
@@ -15,7 +15,7 @@
 //! the line is served in order. A user's faults that never end stall only that user's
 //! own QPs.
 
-use crate::ib::odp::current_owner;
+use crate::sw::odp::current_owner;
 use kernel::{
     new_mutex,
     prelude::*,

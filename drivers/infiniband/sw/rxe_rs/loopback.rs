@@ -10,10 +10,10 @@
 
 use crate::ib::{
     device::{Device, DeviceRef, Driver},
-    skb::{Skb, SkbList},
     sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun},
 };
+use crate::sw::skb::{Skb, SkbList};
 use kernel::{
     prelude::*,
     sync::{

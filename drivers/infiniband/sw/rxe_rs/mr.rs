@@ -24,21 +24,22 @@
 //! invalidated. An MR with windows bound to it cannot be invalidated or deregistered.
 
 use crate::fault::{FaultSlot, FaultSlots, FaultWaiter};
-use crate::ib::verbs::{
-    access::{self, FLUSH_PERSISTENT, HUGETLB, ON_DEMAND, ZERO_BASED},
-    WcStatus,
-};
+use crate::ib::object::{Charge, Quota};
 use crate::ib::{
     device::{eopnotsupp, Device},
     device::{Advice, Sge},
     mr::{KernelMemory, Mr, MrCreated, MrOps, PageList, Umem},
     mw::MwOps,
-    odp::{OdpError, OdpUmem},
     pd::PdId,
     sync::SpinLockIrq,
     ucontext::UserCall,
+    verbs::{
+        access::{self, FLUSH_PERSISTENT, HUGETLB, ON_DEMAND, ZERO_BASED},
+        WcStatus,
+    },
 };
-use crate::param::{self, Charge, Quota};
+use crate::param;
+use crate::sw::odp::{OdpError, OdpUmem};
 use crate::table::{IdTable, Number, Numbered};
 use crate::RxeRs;
 use kernel::{
@@ -612,7 +613,7 @@ pub(crate) fn mw_table() -> impl PinInit<KeyTable, Error> {
 /// guess the keys of another's MRs and windows from its own (which a counter would let
 /// it do).
 fn new_key(index: u32) -> u32 {
-    (index << 8) | (crate::ib::random::random_u32() & 0xff)
+    (index << 8) | (crate::sw::random::random_u32() & 0xff)
 }
 
 /// An index held in a key table, given back when dropped.

@@ -1,17 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Device limits and the counting of objects against them.
+//! Device limits; objects are counted against them with the generic layer's `Quota`.
 //!
 //! The limits are those rxe advertises, so that programs sizing themselves from
 //! `ibv_query_device()` see the same device on both drivers.
-
-use kernel::{
-    prelude::*,
-    sync::{
-        atomic::{Atomic, Relaxed},
-        Arc,
-    },
-};
 
 /// Default maximum of most object counts and queue depths.
 const DEFAULT_MAX: u32 = 1 << 20;
@@ -65,46 +57,3 @@ pub(crate) const DEFAULT_PKEY: u16 = 0xffff;
 /// Bytes of headers a RoCE v2 packet carries on top of its payload (IP, UDP, BTH and the
 /// largest extension headers, ICRC), as rxe counts them.
 pub(crate) const MAX_HDR_LENGTH: u32 = 80;
-
-/// A count of live objects of one kind, bounded by a device limit.
-pub(crate) struct Quota {
-    live: Atomic<u32>,
-    max: u32,
-}
-
-impl Quota {
-    /// A quota of `max` objects.
-    pub(crate) fn new(max: u32) -> Result<Arc<Self>> {
-        Ok(Arc::new(
-            Self {
-                live: Atomic::new(0),
-                max,
-            },
-            GFP_KERNEL,
-        )?)
-    }
-
-    /// Reserves room for one more object, or fails with `ENOMEM` at the limit.
-    pub(crate) fn charge(this: &Arc<Self>) -> Result<Charge> {
-        let mut cur = this.live.load(Relaxed);
-        loop {
-            if cur >= this.max {
-                return Err(ENOMEM);
-            }
-            match this.live.cmpxchg(cur, cur + 1, Relaxed) {
-                Ok(_) => break,
-                Err(seen) => cur = seen,
-            }
-        }
-        Ok(Charge(this.clone()))
-    }
-}
-
-/// One object's share of a [`Quota`], given back when dropped.
-pub(crate) struct Charge(Arc<Quota>);
-
-impl Drop for Charge {
-    fn drop(&mut self) {
-        self.0.live.fetch_sub(1, Relaxed);
-    }
-}

@@ -6,8 +6,8 @@
 //! objects are created in, which each check that what they name shares theirs, and
 //! ib_core counts its users and refuses to free it while there are any.
 
+use crate::ib::object::{Charge, Quota};
 use crate::ib::{device::Device, pd::PdOps, udata::Udata};
-use crate::param::{Charge, Quota};
 use crate::RxeRs;
 use kernel::prelude::*;
 

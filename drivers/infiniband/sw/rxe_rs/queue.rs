@@ -13,26 +13,15 @@
 //! is copied out before it is looked at, since librxe's memory is the process's to
 //! scribble on.
 
-use crate::ib::rxe_abi::{mminfo, recv, RECV_WQE_HDR, SGE_LEN};
-use crate::ib::{
-    mmap::UserMap,
-    queue::{Geometry, Ring},
-    ucontext::UserCall,
-    wr::RecvWr,
-};
+use crate::ib::{mmap::UserMap, ucontext::UserCall, wr::RecvWr};
 use crate::param;
+use crate::sw::{
+    queue::{Geometry, Ring},
+    rxe_abi::{mminfo, mminfo_of, recv, RECV_WQE_HDR, SGE_LEN},
+};
 use crate::wqe::{put_at, put_sge, MAX_RECV_WQE};
 use crate::RxeRs;
 use kernel::prelude::*;
-
-/// librxe's `struct mminfo` for a ring offered to it: where to map it and how much.
-pub(crate) fn mminfo(map: &UserMap) -> [u8; mminfo::LEN] {
-    let mut b = [0u8; mminfo::LEN];
-    put_at(&mut b, mminfo::OFFSET, &map.offset().to_ne_bytes());
-    // A ring is at most `queue::MAX_QUEUE_BYTES` long, so the length fits.
-    put_at(&mut b, mminfo::SIZE, &(map.len() as u32).to_ne_bytes());
-    b
-}
 
 /// Copies `count` slots of `from`, starting at `start`, to the start of `to`.
 pub(crate) fn copy_slots(from: &Ring, start: u32, to: &Ring, count: u32) {
@@ -81,7 +70,7 @@ impl WqeRing {
     /// librxe's `struct mminfo` for the ring (zero for a kernel consumer's ring, which
     /// is never offered).
     pub(crate) fn mminfo(&self) -> [u8; mminfo::LEN] {
-        self.map.as_ref().map_or([0; mminfo::LEN], mminfo)
+        self.map.as_ref().map_or([0; mminfo::LEN], mminfo_of)
     }
 
     /// Work requests posted and not yet consumed.
@@ -297,7 +286,7 @@ mod tests {
     }
 
     /// However far ahead the process puts its producer index (the ring reads it
-    /// masked, see `rust/queue.rs`), a drain ends having taken each slot at most once.
+    /// masked, see `rust/sw/queue.rs`), a drain ends having taken each slot at most once.
     #[test]
     fn drain_bounded_by_the_ring() -> Result {
         let mut r = ring(7)?;

@@ -10,12 +10,13 @@
 //! (see `qp::RxeQp::receive`), under its lock; what the QP sends in answer leaves after
 //! the lock is released.
 
-use crate::ib::{device::Device, skb::Skb, udp::Receiver};
+use crate::ib::device::Device;
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
 use crate::param;
 use crate::qp::RxeQp;
 use crate::roce::{frame::ip_gids, icrc, packet::Packet};
 use crate::stats::Counter;
+use crate::sw::{skb::Skb, udp::Receiver};
 use crate::RxeRs;
 
 /// The bits of a P_Key that name the partition (the top bit is the membership).

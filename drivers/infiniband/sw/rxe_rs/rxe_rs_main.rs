@@ -9,9 +9,9 @@
 //!
 //! This crate root holds the module and the driver's type ([`RxeRs`], whose device
 //! verbs `device.rs` implements, each object's verbs its file); the concept files beside
-//! it are the driver, and `rust/`
-//! (loaded as [`ib`]) is the abstraction layer over ib_core, the only place with `unsafe`
-//! code.
+//! it are the driver. `rust/` (loaded as [`ib`]) is the generic abstraction layer over
+//! ib_core and `rust/sw/` (loaded as [`sw`]) the software-RoCE part beside it: the only
+//! places with `unsafe` code.
 
 #![deny(unsafe_code)]
 
@@ -20,6 +20,10 @@
 #[cfg_attr(not(rxe_rs_in_tree), path = "../../../../rust/lib.rs")]
 #[cfg_attr(rxe_rs_in_tree, path = "rust/lib.rs")]
 mod ib;
+#[allow(unsafe_code)]
+#[cfg_attr(not(rxe_rs_in_tree), path = "../../../../rust/sw/mod.rs")]
+#[cfg_attr(rxe_rs_in_tree, path = "rust/sw/mod.rs")]
+mod sw;
 
 mod ah;
 mod cq;
@@ -74,17 +78,17 @@ struct RxeRsModule {
     #[pin]
     notifier: ib::netdev::Notifier<net::NetEvents>,
     #[pin]
-    tunnels: ib::udp::Tunnels<recv::Recv>,
+    tunnels: sw::udp::Tunnels<recv::Recv>,
     /// Dropped last: its work items may outlive every device.
-    faults: ib::odp::FaultQueue,
+    faults: sw::odp::FaultQueue,
 }
 
 impl kernel::InPlaceModule for RxeRsModule {
     fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // Set up in reverse teardown order; on failure the fields already made are dropped.
         try_pin_init!(Self {
-            faults: ib::odp::FaultQueue::new()?,
-            tunnels <- ib::udp::Tunnels::register(),
+            faults: sw::odp::FaultQueue::new()?,
+            tunnels <- sw::udp::Tunnels::register(),
             notifier <- ib::netdev::Notifier::register(),
             devices: ib::device::AllDevices::new(),
             link <- ib::link::Registration::new(),

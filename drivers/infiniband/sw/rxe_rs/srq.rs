@@ -13,17 +13,18 @@
 //! not into the response. The posted receives move to the start of the new ring; librxe
 //! holds its own lock across the resize, so it posts nothing meanwhile.
 
-use crate::ib::rxe_abi::{create_srq_resp, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN};
-use crate::ib::sync::{new_spinlock_irq, SpinLockIrq};
+use crate::ib::object::{Charge, Quota};
 use crate::ib::{
     device::Device,
     srq::{Srq, SrqAttr, SrqEvents, SrqModify, SrqOps},
+    sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun, Workqueue},
     ucontext::UserCall,
     wr::RecvWr,
 };
-use crate::param::{self, Charge, Quota};
+use crate::param;
 use crate::queue::WqeRing;
+use crate::sw::rxe_abi::{create_srq_resp, modify_srq_cmd, RECV_WQE_HDR, SGE_LEN};
 use crate::wqe::{put_at, u64_at, Malformed, RecvWqe, MAX_RECV_WQE};
 use crate::RxeRs;
 use kernel::{

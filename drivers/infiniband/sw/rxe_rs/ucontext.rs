@@ -5,12 +5,12 @@
 //! A process that opens the device gets a context; later its rings are mapped through it.
 //! Each context counts against the device's limit of contexts.
 
+use crate::ib::object::{Charge, Quota};
 use crate::ib::{
     device::Device,
     ucontext::{Ucontext, UcontextOps},
     udata::Udata,
 };
-use crate::param::{Charge, Quota};
 use crate::RxeRs;
 use kernel::prelude::*;
 

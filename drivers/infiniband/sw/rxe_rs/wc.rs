@@ -6,10 +6,10 @@
 //! Producers make a [`Completion`] and post it to a CQ (see `cq`).
 
 use crate::ib::{
-    rxe_abi::{wc as at, UVERBS_WC_LEN},
     verbs::{WcFlags, WcOpcode, WcStatus},
     wr::{Wc, WcQp},
 };
+use crate::sw::rxe_abi::{wc as at, UVERBS_WC_LEN};
 use crate::wqe::put_at;
 
 /// One completion, as the device produces it.

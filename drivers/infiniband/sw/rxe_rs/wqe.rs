@@ -8,13 +8,11 @@
 //! from then on uses only the copy; every count and length in it is checked against the
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
+use crate::ib::verbs::{SendFlag, SendFlags, WcStatus, WrOpcode};
 pub(crate) use crate::ib::wr::Sge;
-use crate::ib::{
-    rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN},
-    verbs::{SendFlag, SendFlags, WcStatus, WrOpcode},
-};
 use crate::mr::Bind;
 use crate::param;
+use crate::sw::rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 
 /// The largest send WQE: header plus the larger of the SGE list and the inline data.
 pub(crate) const MAX_SEND_WQE: usize = SEND_WQE_HDR + param::MAX_INLINE_DATA as usize;

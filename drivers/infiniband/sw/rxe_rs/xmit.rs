@@ -22,7 +22,6 @@ use crate::ib::{
     device::Device,
     netdev::NetDevice,
     qp::{AddressVector, NetworkType},
-    skb::{OutSkb, RouteCache, Skb},
 };
 use crate::loopback::Loopback;
 use crate::roce::{
@@ -30,6 +29,7 @@ use crate::roce::{
     headers::Bth,
 };
 use crate::stats::Counter;
+use crate::sw::skb::{OutSkb, RouteCache, Skb};
 use crate::RxeRs;
 use kernel::prelude::*;
 

@@ -7,17 +7,20 @@ use super::odp::{FaultLink, OdpWait};
 use super::req::ReqState;
 use super::resp::RespState;
 use super::{QpInner, QpShared, RxeQp, GSI_QPN, NO_CPU};
-use crate::ib::rxe_abi::{create_qp_resp, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
+use crate::ib::object::Quota;
 use crate::ib::{
     device::{eopnotsupp, Device},
     qp::{QpAttrs, QpCap, QpCreated, QpEvents, QpInit, QpState, QpType},
-    skb::RouteCache,
     sync::new_spinlock_irq,
     task::Task,
     ucontext::UserCall,
 };
-use crate::param::{self, Quota};
+use crate::param;
 use crate::queue::WqeRing;
+use crate::sw::{
+    rxe_abi::{create_qp_resp, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN},
+    skb::RouteCache,
+};
 use crate::table::Number;
 use crate::wqe::put_at;
 use crate::RxeRs;
@@ -29,7 +32,13 @@ use kernel::{
 
 /// Checks a `create_qp` request before anything is allocated.
 fn check_init(init: &QpInit<'_, RxeRs>, user: Option<&UserCall<'_, RxeRs>>) -> Result {
-    if init.create_flags != 0 {
+    // The transports of RoCE this device carries, and ib_mad's QP1.
+    if init.create_flags != 0
+        || !matches!(
+            init.qp_type,
+            QpType::Rc | QpType::Uc | QpType::Ud | QpType::Gsi
+        )
+    {
         return Err(eopnotsupp());
     }
     match user {

@@ -59,7 +59,7 @@ mod resp;
 mod task;
 
 use crate::cq::CqHandle;
-use crate::ib::sync::SpinLockIrq;
+use crate::ib::object::Charge;
 use crate::ib::{
     device::{Device, DeviceRef},
     pd::PdId,
@@ -67,17 +67,17 @@ use crate::ib::{
         Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents, QpInit, QpOps, QpQuery, QpState,
         QpType,
     },
-    skb::RouteCache,
+    sync::SpinLockIrq,
     task::Task,
     ucontext::UserCall,
     wr::WcQp,
     wr::{RecvWr, SendWr},
 };
 use crate::mr::Fault;
-use crate::param::Charge;
 use crate::queue::WqeRing;
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
+use crate::sw::skb::RouteCache;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wc::Completion;
 use crate::RxeRs;

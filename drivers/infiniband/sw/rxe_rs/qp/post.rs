@@ -5,13 +5,13 @@
 //! ring itself.
 
 use super::{QpShared, RxeQp};
-use crate::ib::rxe_abi::{send as at, SEND_WQE_HDR, SGE_LEN};
-use crate::ib::verbs::{SendFlag, WrOpcode};
 use crate::ib::{
     device::eopnotsupp,
     qp::{Qp, QpState, QpType},
+    verbs::{SendFlag, WrOpcode},
     wr::{RecvWr, SendWr},
 };
+use crate::sw::rxe_abi::{send as at, SEND_WQE_HDR, SGE_LEN};
 use crate::wqe::{put_at, put_sge, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};

@@ -64,7 +64,7 @@ pub fn crc32_table(mut c: u32, bytes: &[u8]) -> u32 {
 // Inside rxe_rs.ko the CRC is the kernel's `crc32_le()`, which is accelerated (rxe's
 // too); the host build, which cargo tests and fuzzes, uses the table.
 #[cfg(CONFIG_RUST)]
-use crate::ib::crc::crc32_le as crc32;
+use crate::sw::crc::crc32_le as crc32;
 #[cfg(not(CONFIG_RUST))]
 use crc32_table as crc32;
 

@@ -22,20 +22,16 @@
 //! of the geometry ([`Geometry`]) and of the index it owns, masks every index it reads,
 //! and copies a slot out before looking at it.
 //!
-//! The memory ([`QueueMem`]) is zeroed vmalloc memory a process may map, as
-//! `vmalloc_user()` makes, but charged to the process's memory cgroup
-//! (`rxe_rs_vmalloc_user()`). It is reference counted twice: by
-//! [`Arc`] for the kernel's users (the object, the mmap offer), and page by page by the
-//! mm for the process's mappings. Freeing it while a process still maps it is therefore
-//! safe: the pages stay with the mapping and go when it is unmapped.
+//! The memory is the generic layer's [`UserMem`]: zeroed, charged to the process's
+//! memory cgroup, offered to the process through an mmap entry, and freed with its last
+//! user, kernel or mapping. Every access here goes through its bounds-checked copies and
+//! atomic words, so this file has no `unsafe` code.
 
-use super::bindings;
-use core::ptr::NonNull;
+use crate::ib::mmap::UserMem;
 use kernel::{
-    page::PAGE_SIZE,
     prelude::*,
     sync::{
-        atomic::{Acquire, Atomic, Release},
+        atomic::{Acquire, Release},
         Arc,
     },
 };
@@ -46,62 +42,6 @@ const LOG2_ELEM_OFF: usize = 0;
 const INDEX_MASK_OFF: usize = 4;
 const PRODUCER_OFF: usize = 128;
 const CONSUMER_OFF: usize = 256;
-
-/// Zeroed, page-aligned kernel memory that a process may map.
-///
-/// # Invariants
-///
-/// `ptr` is an `rxe_rs_vmalloc_user()` allocation of `len` bytes (a multiple of the page size),
-/// owned by this value and freed with `vfree()` when it is dropped.
-pub(crate) struct QueueMem {
-    ptr: NonNull<u8>,
-    len: usize,
-}
-
-// SAFETY: The allocation is plain memory, usable from any thread; accesses go through
-// atomics or copies that tolerate concurrent writers.
-unsafe impl Send for QueueMem {}
-// SAFETY: As above.
-unsafe impl Sync for QueueMem {}
-
-impl QueueMem {
-    /// Allocates `len` bytes, rounded up to whole pages.
-    fn new(len: usize) -> Result<Arc<Self>> {
-        let len = len.checked_next_multiple_of(PAGE_SIZE).ok_or(ENOMEM)?;
-        // SAFETY: Allocates; no preconditions.
-        let raw = unsafe { bindings::rxe_rs_vmalloc_user(len) };
-        let ptr = NonNull::new(raw.cast::<u8>()).ok_or(ENOMEM)?;
-        // INVARIANT: `ptr` is a fresh `rxe_rs_vmalloc_user()` allocation of `len` bytes.
-        // On failure the value is dropped, which frees the allocation.
-        Ok(Arc::new(Self { ptr, len }, GFP_KERNEL)?)
-    }
-
-    /// The length in bytes, a multiple of the page size.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    /// The start of the memory, for mapping it into a process.
-    pub(super) fn as_ptr(&self) -> *mut u8 {
-        self.ptr.as_ptr()
-    }
-
-    /// The 32-bit word at `off`, which the process may change at any time.
-    fn word(&self, off: usize) -> &Atomic<u32> {
-        debug_assert!(off + 4 <= HEADER_LEN && off % 4 == 0);
-        // SAFETY: `off` is a 4-aligned offset inside the header of a live allocation that
-        // outlives `&self`; the word is only ever accessed atomically by the kernel.
-        unsafe { Atomic::from_ptr(self.ptr.as_ptr().add(off).cast::<u32>()) }
-    }
-}
-
-impl Drop for QueueMem {
-    fn drop(&mut self) {
-        // SAFETY: By the type invariant the allocation is ours; pages a process still maps
-        // stay alive through their own page references.
-        unsafe { bindings::vfree(self.ptr.as_ptr().cast()) };
-    }
-}
 
 /// The shape of a ring, as the device decided it; the copy in shared memory is never read.
 #[derive(Clone, Copy, Debug)]
@@ -164,16 +104,16 @@ const MAX_QUEUE_BYTES: usize = 1 << 30;
 /// This is the memory access layer only; which side produces and which consumes, and
 /// what the slots mean, is up to the driver.
 pub(crate) struct Ring {
-    mem: Arc<QueueMem>,
+    mem: Arc<UserMem>,
     geo: Geometry,
 }
 
 impl Ring {
     /// Allocates a zeroed ring of shape `geo` and publishes the shape in its header.
     pub(crate) fn new(geo: Geometry) -> Result<Self> {
-        let mem = QueueMem::new(geo.mem_len())?;
-        mem.word(LOG2_ELEM_OFF).store(geo.log2_elem, Release);
-        mem.word(INDEX_MASK_OFF).store(geo.mask(), Release);
+        let mem = UserMem::new(geo.mem_len())?;
+        mem.word::<LOG2_ELEM_OFF>().store(geo.log2_elem, Release);
+        mem.word::<INDEX_MASK_OFF>().store(geo.mask(), Release);
         Ok(Self { mem, geo })
     }
 
@@ -183,7 +123,7 @@ impl Ring {
     }
 
     /// The memory, to offer it to a process.
-    pub(crate) fn mem(&self) -> &Arc<QueueMem> {
+    pub(crate) fn mem(&self) -> &Arc<UserMem> {
         &self.mem
     }
 
@@ -191,21 +131,21 @@ impl Ring {
     pub(crate) fn producer(&self) -> u32 {
         // ORDERING: Acquire pairs with the producer's release, so the slots it filled are
         // visible before they are copied out.
-        self.mem.word(PRODUCER_OFF).load(Acquire) & self.geo.mask()
+        self.mem.word::<PRODUCER_OFF>().load(Acquire) & self.geo.mask()
     }
 
     /// The consumer index as last published (masked).
     pub(crate) fn consumer(&self) -> u32 {
         // ORDERING: Acquire pairs with the consumer's release: slots it freed are no
         // longer read by it when they are overwritten.
-        self.mem.word(CONSUMER_OFF).load(Acquire) & self.geo.mask()
+        self.mem.word::<CONSUMER_OFF>().load(Acquire) & self.geo.mask()
     }
 
     /// Publishes a new producer index.
     pub(crate) fn set_producer(&self, index: u32) {
         // ORDERING: Release makes the slot contents visible before the index.
         self.mem
-            .word(PRODUCER_OFF)
+            .word::<PRODUCER_OFF>()
             .store(index & self.geo.mask(), Release);
     }
 
@@ -213,14 +153,13 @@ impl Ring {
     pub(crate) fn set_consumer(&self, index: u32) {
         // ORDERING: Release: the slots are read before the producer may reuse them.
         self.mem
-            .word(CONSUMER_OFF)
+            .word::<CONSUMER_OFF>()
             .store(index & self.geo.mask(), Release);
     }
 
-    fn slot_ptr(&self, index: u32) -> *mut u8 {
-        let off = HEADER_LEN + ((index & self.geo.mask()) as usize) * self.geo.elem_size();
-        // SAFETY: `off` is the start of a slot inside the allocation (`Geometry::mem_len`).
-        unsafe { self.mem.as_ptr().add(off) }
+    /// The byte offset of slot `index` (masked), inside the memory by `Geometry::mem_len`.
+    fn slot_offset(&self, index: u32) -> usize {
+        HEADER_LEN + ((index & self.geo.mask()) as usize) * self.geo.elem_size()
     }
 
     /// Copies the start of slot `index` (masked) into `out`.
@@ -229,34 +168,25 @@ impl Ring {
     /// old and new bytes, which the caller validates like any other input.
     pub(crate) fn read_slot(&self, index: u32, out: &mut [u8]) {
         let len = out.len().min(self.geo.elem_size());
-        // SAFETY: The source is `len` bytes inside one slot of the live allocation, the
-        // destination is `out`; the C copy tolerates a concurrent writer of the source.
-        unsafe {
-            bindings::rxe_rs_shared_copy(out.as_mut_ptr().cast(), self.slot_ptr(index).cast(), len)
-        };
+        self.mem.read(self.slot_offset(index), &mut out[..len]);
     }
 
     /// Copies slot `index` (masked) of this ring to slot `to_index` of `to`, as much of
     /// it as fits. A slot copied onto itself stays as it is.
     pub(crate) fn copy_slot(&self, index: u32, to: &Ring, to_index: u32) {
         let len = self.geo.elem_size().min(to.geo.elem_size());
-        let (src, dst) = (self.slot_ptr(index), to.slot_ptr(to_index));
-        if core::ptr::eq(src, dst) {
-            return;
-        }
-        // SAFETY: Source and destination are `len` bytes inside one slot each, of two
-        // live allocations or of one: then two different slots, which never overlap.
-        unsafe { bindings::rxe_rs_shared_copy(dst.cast(), src.cast(), len) };
+        self.mem.copy(
+            self.slot_offset(index),
+            &to.mem,
+            to.slot_offset(to_index),
+            len,
+        );
     }
 
     /// Copies `data` to the start of slot `index` (masked).
     pub(crate) fn write_slot(&self, index: u32, data: &[u8]) {
         let len = data.len().min(self.geo.elem_size());
-        // SAFETY: The destination is `len` bytes inside one slot of the live allocation;
-        // a process reading it concurrently sees some mix of bytes, harmless to the kernel.
-        unsafe {
-            bindings::rxe_rs_shared_copy(self.slot_ptr(index).cast(), data.as_ptr().cast(), len)
-        };
+        self.mem.write(self.slot_offset(index), &data[..len]);
     }
 }
 
@@ -302,9 +232,9 @@ mod tests {
     #[test]
     fn header_publishes_the_shape() -> Result {
         let ring = Ring::new(Geometry::new(5, 100)?)?;
-        assert_eq!(ring.mem.word(LOG2_ELEM_OFF).load(Acquire), 7);
-        assert_eq!(ring.mem.word(INDEX_MASK_OFF).load(Acquire), 7);
-        assert_eq!(ring.mem.len() % PAGE_SIZE, 0);
+        assert_eq!(ring.mem.word::<LOG2_ELEM_OFF>().load(Acquire), 7);
+        assert_eq!(ring.mem.word::<INDEX_MASK_OFF>().load(Acquire), 7);
+        assert_eq!(ring.mem.len() % kernel::page::PAGE_SIZE, 0);
         assert!(ring.mem.len() >= HEADER_LEN + 8 * 128);
         Ok(())
     }
@@ -315,14 +245,14 @@ mod tests {
     fn hostile_indices_are_masked() -> Result {
         let ring = Ring::new(Geometry::new(7, 64)?)?;
         for raw in [u32::MAX, 0x8000_0000, 8, 0xdead_beef] {
-            ring.mem.word(PRODUCER_OFF).store(raw, Release);
-            ring.mem.word(CONSUMER_OFF).store(raw, Release);
+            ring.mem.word::<PRODUCER_OFF>().store(raw, Release);
+            ring.mem.word::<CONSUMER_OFF>().store(raw, Release);
             assert_eq!(ring.producer(), raw & 7);
             assert_eq!(ring.consumer(), raw & 7);
         }
         // Indices the device publishes are masked too.
         ring.set_producer(9);
-        assert_eq!(ring.mem.word(PRODUCER_OFF).load(Acquire), 1);
+        assert_eq!(ring.mem.word::<PRODUCER_OFF>().load(Acquire), 1);
         // A slot index past the end names the slot it masks to.
         ring.write_slot(u32::MAX, &[0xa5; 64]);
         let mut back = [0u8; 64];

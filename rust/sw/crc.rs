@@ -4,7 +4,7 @@
 //!
 //! C header: [`include/linux/crc32.h`](srctree/include/linux/crc32.h)
 
-use super::bindings;
+use crate::ib::bindings;
 
 /// The CRC-32 of IEEE 802.3 (reflected, polynomial 0xEDB88320) register `crc` after
 /// `bytes`, without inverting it before or after: the kernel's `crc32_le()`, which uses

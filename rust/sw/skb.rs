@@ -17,7 +17,7 @@
 //! route of its last packet in a [`RouteCache`] for its next ones. [`SkbList`] queues
 //! buffers under a lock its owner provides.
 
-use super::{
+use crate::ib::{
     bindings,
     netdev::NetDevice,
     sync::{new_spinlock_irq, SpinLockIrq},

@@ -13,7 +13,8 @@
 //! softirq context. Dropping [`Tunnels`] releases every socket and waits for receive
 //! calls in progress to end, so no packet reaches the driver afterwards.
 
-use super::{bindings, netdev::NetDevice, skb::Skb};
+use super::skb::Skb;
+use crate::ib::{bindings, netdev::NetDevice};
 use core::{cell::UnsafeCell, marker::PhantomData, mem::size_of, ptr};
 use kernel::{
     error::{from_err_ptr, to_result},

@@ -18,11 +18,12 @@
 //! The kernel's own REG_MR work request (`wr.reg`, not part of the user ABI) carries the
 //! MR's local key where C rxe keeps the `ib_mr` pointer.
 
-use super::bindings::{
+use crate::ib::bindings::{
     ib_uverbs_wc, mminfo as rxe_mminfo, rxe_create_ah_resp, rxe_create_cq_resp, rxe_create_qp_resp,
     rxe_create_srq_resp, rxe_dma_info, rxe_modify_srq_cmd, rxe_recv_wqe, rxe_resize_cq_resp,
     rxe_send_wqe, rxe_sge,
 };
+use crate::ib::mmap::UserMap;
 use core::mem::{offset_of, size_of};
 
 /// Bytes of one SGE.
@@ -117,6 +118,19 @@ pub(crate) mod mminfo {
     pub(crate) const OFFSET: usize = offset_of!(rxe_mminfo, offset);
     pub(crate) const SIZE: usize = offset_of!(rxe_mminfo, size);
     pub(crate) const LEN: usize = size_of::<rxe_mminfo>();
+}
+
+/// librxe's `struct mminfo` for memory offered to the process: where to map it and how
+/// much of it.
+pub(crate) fn mminfo_of(map: &UserMap) -> [u8; mminfo::LEN] {
+    const { assert!(mminfo::OFFSET + 8 <= mminfo::LEN && mminfo::SIZE + 4 <= mminfo::LEN) };
+    let mut b = [0u8; mminfo::LEN];
+    b[mminfo::OFFSET..mminfo::OFFSET + 8].copy_from_slice(&map.offset().to_ne_bytes());
+    // The field is 32 bits wide: rings are at most `queue::MAX_QUEUE_BYTES` long, and
+    // larger memory is not offered in librxe's layout.
+    let size = u32::try_from(map.len()).unwrap_or(u32::MAX);
+    b[mminfo::SIZE..mminfo::SIZE + 4].copy_from_slice(&size.to_ne_bytes());
+    b
 }
 
 /// The answer to `create_cq` and `resize_cq`: the ring's `mminfo`, alone.

@@ -23,7 +23,7 @@
 //! path's faults run in work items of their own, on the module's [`FaultQueue`], that no
 //! destroy waits for: [`OdpUmem::fault_async`].
 
-use super::{
+use crate::ib::{
     bindings,
     device::{Device, Driver},
     sync::{new_spinlock_irq, SpinLockIrq},
