@@ -33,7 +33,7 @@ cp "$top/Kconfig" "$top/Kbuild" "$dst/"
 # generic part and the software-RoCE part below it.
 find "$top/rust" -maxdepth 1 -type f \( -name '*.rs' -o -name '*.[ch]' \
 	-o -name bindgen_parameters \) -not -name bindings_generated.rs -exec cp -t "$dst/rust" {} +
-cp "$top"/rust/sw/*.rs "$dst/rust/sw/"
+cp "$top"/rust/sw/*.rs "$top"/rust/sw/*.[ch] "$dst/rust/sw/"
 # The selftests' sources, where the kselftest build finds them
 # (TARGETS=drivers/infiniband/rxe_rs), and the kernel-consumer test module's.
 tests=$ksrc/tools/testing/selftests/drivers/infiniband/rxe_rs
