@@ -271,7 +271,7 @@ pub(crate) use super::wr::Sge;
 
 /// Device attributes, as `ibv_query_device()` reports them.
 ///
-/// Only what a software RoCE device has to say; everything else is reported as zero.
+/// What the drivers of this layer have to say so far; everything else is reported as zero.
 /// The default is a device that offers nothing: no limits, no capabilities.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct DeviceAttr {

@@ -7,7 +7,7 @@
 //! [`include/rdma/rdma_netlink.h`](srctree/include/rdma/rdma_netlink.h),
 //! [`include/linux/netdevice.h`](srctree/include/linux/netdevice.h)
 //!
-//! Together with the software-RoCE part beside it ([`sw`](../sw/index.html): librxe's
+//! Together with the software-RoCE part beside it (`rust/sw/`: librxe's
 //! ring layout, the RoCE v2 UDP sockets and packets, the ODP page mirror), this is the
 //! only code of the module that uses `unsafe` and raw bindings; the driver under
 //! `drivers/infiniband/sw/rxe_rs/` is `#![deny(unsafe_code)]`. The crate root loads

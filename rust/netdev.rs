@@ -146,7 +146,13 @@ pub(crate) enum NetdevEvent {
     Unregister,
     /// The device's MTU changed.
     ChangeMtu,
-    /// Anything else (port state changes are dispatched by ib_core itself).
+    /// The device was brought up (`NETDEV_UP`).
+    Up,
+    /// The device was brought down (`NETDEV_DOWN`).
+    Down,
+    /// The device's state changed: carrier, operational state (`NETDEV_CHANGE`).
+    Change,
+    /// Anything else. (ib_core dispatches the RDMA port's state changes itself.)
     Other,
 }
 
@@ -207,6 +213,9 @@ impl<T: NetdevEvents> Notifier<T> {
         let event = match event {
             bindings::RXE_RS_NETDEV_UNREGISTER => NetdevEvent::Unregister,
             bindings::RXE_RS_NETDEV_CHANGEMTU => NetdevEvent::ChangeMtu,
+            bindings::RXE_RS_NETDEV_UP => NetdevEvent::Up,
+            bindings::RXE_RS_NETDEV_DOWN => NetdevEvent::Down,
+            bindings::RXE_RS_NETDEV_CHANGE => NetdevEvent::Change,
             _ => NetdevEvent::Other,
         };
         T::event(event, dev);

@@ -861,6 +861,33 @@ pingpong() {
 		done
 	done
 }
+# rxe's counters, read as tools read them (rdma statistic), against an RC ping-pong of
+# N messages of 4 KiB each way on the device to itself: every SEND and every receive is
+# counted once, every byte and packet sent is received, and RC acknowledgements reach
+# the requester (ack_deferred).
+t_counters_traffic() {
+	local n=40 c v d= sends recvs sent rcvd spkts rpkts acks
+	with_dev || return 1
+	idx=$(gid_index v4) || return 1
+	for c in rdma_sends rdma_recvs sent_bytes rcvd_bytes sent_pkts rcvd_pkts ack_deferred; do
+		v=$(counter $c); [ -n "$v" ] || { echo "no counter $c"; rdma statistic show link "$DEV/1"; return 1; }
+		d="$d $v"
+	done
+	cmd="ibv_rc_pingpong -d $DEV -g $idx -n $n -s 4096"
+	pair 18515 "$cmd" "$cmd 127.0.0.1" && pp_ok $n || return 1
+	# The responder's last acknowledgements may still be on their way.
+	sleep 1
+	set -- $d
+	sends=$(($(counter rdma_sends) - $1)) recvs=$(($(counter rdma_recvs) - $2))
+	sent=$(($(counter sent_bytes) - $3)) rcvd=$(($(counter rcvd_bytes) - $4))
+	spkts=$(($(counter sent_pkts) - $5)) rpkts=$(($(counter rcvd_pkts) - $6))
+	acks=$(($(counter ack_deferred) - $7))
+	echo "rdma_sends +$sends rdma_recvs +$recvs sent_bytes +$sent rcvd_bytes +$rcvd sent_pkts +$spkts rcvd_pkts +$rpkts ack_deferred +$acks"
+	[ $sends = $((2 * n)) ] && [ $recvs = $((2 * n)) ] || { echo "want $((2 * n)) sends and receives"; return 1; }
+	[ $sent = $rcvd ] && [ $spkts = $rpkts ] || { echo "sent and received differ"; return 1; }
+	[ $sent -ge $((2 * n * 4096)) ] || { echo "fewer bytes than the payload"; return 1; }
+	[ $acks -gt 0 ] || { echo "no acknowledgement counted"; return 1; }
+}
 t_rc_pingpong_v4() { pingpong rc v4 "1 4096 65536"; }
 t_rc_pingpong_v6() { pingpong rc v6 "1 4096 65536"; }
 t_uc_pingpong_v4() { pingpong uc v4 "1 4096 65536"; }
@@ -1075,12 +1102,20 @@ t_ib_read_bw() { perftest ib_read_bw; }
 t_ib_atomic_bw() { perftest ib_atomic_bw; }
 t_ib_send_lat() { perftest ib_send_lat; }
 t_ib_write_lat() { perftest ib_write_lat; }
+# The port follows eth0 down and up, and link_downed counts the fall (rxe counts each
+# netdev event that finds the port down, so at least one; rxe_rs counts the fall once).
 t_port_follows_carrier() {
+	local before after
 	with_dev || return 1
+	before=$(counter link_downed)
 	ip link set eth0 down
 	wait_for port_state PORT_DOWN || { echo "port not DOWN after eth0 down"; return 1; }
 	ip link set eth0 up
 	wait_for port_state PORT_ACTIVE || { echo "port not ACTIVE after eth0 up"; return 1; }
+	after=$(counter link_downed)
+	echo "link_downed $before -> $after"
+	[ -n "$before" ] && [ "$after" -gt "$before" ] || { echo "link_downed did not count the fall"; return 1; }
+	[ "$DRIVER" = rxe ] || [ "$after" = $((before + 1)) ]
 }
 t_missing_netdev() {
 	if add "$DEV" nosuchdev0; then echo "link add on a missing netdev succeeded"; return 1; fi
@@ -1715,6 +1750,7 @@ run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
 run odp_mr_faults_pyverbs t_odp_pyverbs
+run counters_match_traffic t_counters_traffic
 run rc_pingpong_ipv4 t_rc_pingpong_v4
 run rc_pingpong_ipv6 t_rc_pingpong_v6
 run uc_pingpong_ipv4 t_uc_pingpong_v4

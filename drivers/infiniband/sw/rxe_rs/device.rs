@@ -59,6 +59,9 @@ pub(crate) struct RxeDev {
     pub(crate) ndev: NetDeviceRef,
     /// The active path MTU, as `Mtu as u32`; follows the netdev's MTU.
     active_mtu: Atomic<u32>,
+    /// Whether the port was down at the netdev's last state event (changed under the
+    /// RTNL only, by the netdev notifier).
+    port_down: Atomic<bool>,
     pub(crate) ucontexts: Arc<Quota>,
     pub(crate) pds: Arc<Quota>,
     pub(crate) cqs: Arc<Quota>,
@@ -103,6 +106,7 @@ impl RxeDev {
             guid,
             ndev: ndev.hold(),
             active_mtu: Atomic::new(path_mtu(ndev.mtu()) as u32),
+            port_down: Atomic::new(ndev.port_state() == PortState::Down),
             ucontexts: Quota::new(param::MAX_UCONTEXT)?,
             pds: Quota::new(param::MAX_PD)?,
             cqs: Quota::new(param::MAX_CQ)?,
@@ -152,6 +156,15 @@ impl RxeDev {
     }
 
     /// Follows a change of the netdev's MTU.
+    /// The netdev's state may have changed: the port is now in `state`. A port that
+    /// goes down is counted in `link_downed`.
+    pub(crate) fn port_changed(&self, state: PortState) {
+        let down = state == PortState::Down;
+        if self.port_down.xchg(down, Relaxed) != down && down {
+            self.counters.inc(Counter::LinkDowned);
+        }
+    }
+
     pub(crate) fn set_mtu(dev: &Device<RxeRs>, ndev_mtu: u32) {
         dev.active_mtu.store(path_mtu(ndev_mtu) as u32, Relaxed);
     }

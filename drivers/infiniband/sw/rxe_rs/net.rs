@@ -2,9 +2,10 @@
 
 //! Reactions to events of the netdevs our devices sit on.
 //!
-//! Port state changes (carrier, up/down) need nothing from us: ib_core dispatches them and
-//! `query_port` reads the state from the netdev. What is ours: a netdev that goes away
-//! takes its RDMA device with it, and a new MTU changes the active path MTU.
+//! Port state changes (carrier, up/down) need little from us: ib_core dispatches them and
+//! `query_port` reads the state from the netdev; we count the times the port went down
+//! (`link_downed`). What is ours too: a netdev that goes away takes its RDMA device with
+//! it, and a new MTU changes the active path MTU.
 
 use crate::device::RxeDev;
 use crate::ib::{
@@ -29,6 +30,9 @@ impl NetdevEvents for NetEvents {
             // device, so it must happen on ib_core's workqueue.
             NetdevEvent::Unregister => dev.unregister_queued(),
             NetdevEvent::ChangeMtu => RxeDev::set_mtu(&dev, ndev.mtu()),
+            NetdevEvent::Up | NetdevEvent::Down | NetdevEvent::Change => {
+                dev.port_changed(ndev.port_state());
+            }
             NetdevEvent::Other => {}
         }
     }

@@ -109,6 +109,7 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
         counters.inc(Counter::Dropped);
         return;
     }
+    counters.add(Counter::RcvdBytes, bytes.len() as u64);
     if pkt.bth.dest_qp == MULTICAST_QPN {
         multicast(dev, &pkt, &bytes[..udp]);
         return;

@@ -50,6 +50,27 @@ pub(crate) enum Counter {
     /// Received packets dropped for a P_Key that is not the port's (also the port's
     /// `bad_pkey_cntr`).
     BadPkey,
+    /// Bytes of the packets counted in [`Counter::Sent`], from the IP header through the
+    /// ICRC (rxe's `sent_bytes`).
+    SentBytes,
+    /// Bytes of the received packets that passed the device's checks (well-formed, ICRC
+    /// and P_Key), from the IP header through the ICRC (rxe's `rcvd_bytes`).
+    RcvdBytes,
+    /// SEND work requests (with immediate or invalidate too) that completed
+    /// successfully, signaled or not (rxe's `rdma_sends`).
+    RdmaSends,
+    /// Receive work requests that completed successfully (rxe's `rdma_recvs`).
+    RdmaRecvs,
+    /// Times the port went down with its netdev (rxe's `link_downed`).
+    LinkDowned,
+    /// Response packets (acknowledgements, READ and atomic responses) an RC requester
+    /// took to process (rxe's `ack_deferred`, which counts the same packets as rxe
+    /// queues them to its completer).
+    AckDeferred,
+    /// Times an RC requester went back to send its unacknowledged packets again for an
+    /// acknowledgement timeout or a sequence NAK, RNR NAKs left out (rxe's
+    /// `completer_retry_err`).
+    CompleterRetry,
 }
 
 /// The counters' names, in [`Counter`] order.
@@ -73,10 +94,18 @@ pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"retry_exceeded_err"),
     StatDesc::new(c"retry_rnr_exceeded_err"),
     StatDesc::new(c"rcvd_bad_pkey"),
+    StatDesc::new(c"sent_bytes"),
+    StatDesc::new(c"rcvd_bytes"),
+    StatDesc::new(c"rdma_sends"),
+    StatDesc::new(c"rdma_recvs"),
+    StatDesc::new(c"link_downed"),
+    StatDesc::new(c"ack_deferred"),
+    StatDesc::new(c"completer_retry_err"),
 ];
 
 /// How many counters there are.
-const N: usize = 19;
+const N: usize = 26;
+const _: () = assert!(Counter::CompleterRetry as usize + 1 == N && NAMES.len() == N);
 
 /// The device's counters.
 pub(crate) struct Counters([Atomic<u64>; N]);
@@ -88,7 +117,12 @@ impl Counters {
 
     /// Counts one `c`.
     pub(crate) fn inc(&self, c: Counter) {
-        self.0[c as usize].fetch_add(1, Relaxed);
+        self.add(c, 1);
+    }
+
+    /// Counts `n` of `c` (a counter wraps at 2^64, as the kernel's do).
+    pub(crate) fn add(&self, c: Counter, n: u64) {
+        self.0[c as usize].fetch_add(n, Relaxed);
     }
 
     /// The value of `c`.

@@ -50,7 +50,10 @@ enum Route {
 /// A packet ready to leave.
 pub(crate) struct Outgoing {
     skb: OutSkb,
+    /// The length of its IP header.
     ip_len: usize,
+    /// Its length from the IP header through the ICRC.
+    len: usize,
     route: Route,
 }
 
@@ -118,6 +121,7 @@ pub(crate) fn build<E>(
     Ok(Outgoing {
         skb,
         ip_len: ip.header_len(),
+        len: layout.total_len(),
         route,
     })
 }
@@ -126,6 +130,7 @@ pub(crate) fn build<E>(
 /// lock held.
 pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, out: Outgoing) {
     dev.counters.inc(Counter::Sent);
+    dev.counters.add(Counter::SentBytes, out.len as u64);
     let sent = match out.route {
         Route::Local => match out.skb.into_received(out.ip_len) {
             Ok(skb) => match Loopback::send(dev, skb) {

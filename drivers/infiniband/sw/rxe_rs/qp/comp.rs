@@ -155,7 +155,7 @@ fn expected(
             && inner.req.read_retry != Some(expected)
         {
             inner.req.read_retry = Some(expected);
-            go_back(dev, inner);
+            retry_lost(dev, inner);
             return Err(After::Send);
         }
         return Err(After::Nothing);
@@ -243,12 +243,21 @@ fn placed_response(
     Response::Taken(After::Send)
 }
 
-/// Sends everything not yet acknowledged again, from the oldest WQE (counted in
-/// `retransmits` when there is something to send again).
-pub(crate) fn go_back(dev: &Device<RxeRs>, inner: &mut QpInner) {
+/// Sends everything not yet acknowledged again because a packet was lost (an
+/// acknowledgement timeout, a sequence NAK, a gap in READ responses): [`go_back`],
+/// counted in `completer_retry_err` too when there is something to send again.
+pub(crate) fn retry_lost(dev: &Device<RxeRs>, inner: &mut QpInner) {
+    if go_back(dev, inner) {
+        dev.counters.inc(Counter::CompleterRetry);
+    }
+}
+
+/// Sends everything not yet acknowledged again, from the oldest WQE; returns whether
+/// there was something to send again (then counted in `retransmits`).
+pub(crate) fn go_back(dev: &Device<RxeRs>, inner: &mut QpInner) -> bool {
     let head = inner.sq.consumer();
     if head == inner.req.next && inner.req.cur.is_none() {
-        return;
+        return false;
     }
     dev.counters.inc(Counter::Retransmit);
     let rec = inner.req.record(head);
@@ -260,13 +269,14 @@ pub(crate) fn go_back(dev: &Device<RxeRs>, inner: &mut QpInner) {
         inner.req.cur = Some((head, inner.req.read_got * mtu));
         inner.req_psn = psn::add(rec.first_psn, inner.req.read_got);
         inner.req.rd_pending = 1;
-        return;
+        return true;
     }
     inner.req.cur = None;
     inner.req_psn = rec.first_psn;
     // Everything from the oldest WQE on starts again.
     inner.req.rd_pending = 0;
     inner.req.read_got = 0;
+    true
 }
 
 /// The RNR NAK timer values of the InfiniBand specification, in microseconds.
@@ -293,6 +303,7 @@ pub(crate) fn response(
     {
         return Response::Dropped(After::Nothing);
     }
+    dev.counters.inc(Counter::AckDeferred);
     // A READ response's AETH (where it has one) is an ACK; the data decides.
     let acked = pkt
         .aeth()
@@ -354,7 +365,7 @@ pub(crate) fn response(
                 syndrome::NAK_PSN_SEQ => {
                     dev.counters.inc(Counter::RcvdSeqNak);
                     complete_through(dev, shared, inner, psn::add(p, psn::PSN_MASK));
-                    go_back(dev, inner);
+                    retry_lost(dev, inner);
                     return Response::Taken(After::Send);
                 }
                 syndrome::NAK_INVALID_REQUEST => WcStatus::RemInvReqErr,

@@ -59,9 +59,9 @@ mod resp;
 mod task;
 
 use crate::cq::CqHandle;
-use crate::ib::object::Charge;
 use crate::ib::{
     device::{Device, DeviceRef},
+    object::Charge,
     pd::PdId,
     qp::{
         Qp, QpAttr, QpAttrs, QpCap, QpCreated, QpEvent, QpEvents, QpInit, QpOps, QpQuery, QpState,
@@ -70,6 +70,7 @@ use crate::ib::{
     sync::SpinLockIrq,
     task::Task,
     ucontext::UserCall,
+    verbs::WcStatus,
     wr::WcQp,
     wr::{RecvWr, SendWr},
 };
@@ -77,6 +78,7 @@ use crate::mr::Fault;
 use crate::queue::WqeRing;
 use crate::roce::{opcode::flag, packet::Packet};
 use crate::srq::SrqHandle;
+use crate::stats::Counter;
 use crate::sw::skb::RouteCache;
 use crate::table::{IdTable, Number, Numbered};
 use crate::wc::Completion;
@@ -228,6 +230,9 @@ impl RxeQp {
         solicited: bool,
     ) {
         let cq = if recv {
+            if c.status == WcStatus::Success {
+                dev.counters.inc(Counter::RdmaRecvs);
+            }
             &shared.recv_cq
         } else {
             &shared.send_cq

@@ -43,6 +43,7 @@ use crate::roce::{
     headers::{AtomicEth, Bth, Deth, Feth, Reth},
     psn,
 };
+use crate::stats::Counter;
 use crate::wc::Completion;
 use crate::wqe::{for_each_piece, SendWqe, MAX_SEND_WQE};
 use crate::xmit::{self, BuildError, Outgoing};
@@ -806,6 +807,14 @@ pub(crate) fn scatter_local(
     })
 }
 
+/// Whether a work request is a SEND (with immediate or invalidate too).
+fn is_send(opcode: WrOpcode) -> bool {
+    matches!(
+        opcode,
+        WrOpcode::Send | WrOpcode::SendWithImm | WrOpcode::SendWithInv
+    )
+}
+
 /// Completes the oldest WQE of the send queue successfully; `rec` is its record.
 pub(crate) fn complete_head(
     dev: &Device<RxeRs>,
@@ -820,6 +829,9 @@ pub(crate) fn complete_head(
     if is_read_or_atomic(rec.opcode) {
         inner.req.rd_pending = inner.req.rd_pending.saturating_sub(1);
         inner.req.read_got = 0;
+    }
+    if is_send(rec.opcode) {
+        dev.counters.inc(Counter::RdmaSends);
     }
     if shared.sq_sig_all || rec.flags.contains(SendFlag::Signaled) {
         let c = Completion {
@@ -981,6 +993,7 @@ fn ud(
     };
     inner.sq.advance();
     inner.req_psn = psn::add(inner.req_psn, 1);
+    dev.counters.inc(Counter::RdmaSends);
     if shared.sq_sig_all || wqe.flags.contains(SendFlag::Signaled) {
         let c = Completion {
             wr_id: wqe.wr_id,

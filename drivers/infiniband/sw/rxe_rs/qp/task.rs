@@ -146,7 +146,7 @@ impl TaskRun for QpShared {
                     return;
                 }
                 inner.retry_left -= 1;
-                comp::go_back(dev, &mut inner);
+                comp::retry_lost(dev, &mut inner);
             }
         }
         RxeQp::run_requester(dev, task);
