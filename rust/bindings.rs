@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Raw bindings to ib_core, uverbs and the netdev pieces rxe_rs uses.
+//! Raw bindings to ib_core, uverbs and the netdev pieces rxe_rs uses: one file for the
+//! generic layer and the software-RoCE part (`rust/sw/`), whose C shim's declarations
+//! (`sw/helpers.h`) it includes too; only code of those two parts uses it.
 //!
 //! C headers: [`rust/bindings_helper.h`] (in this repository), which pulls in
 //! [`include/rdma/ib_verbs.h`](srctree/include/rdma/ib_verbs.h) and friends.
 //!
 //! Generated at build time by the kernel's bindgen with the flags of the kernel's own
-//! `rust/Makefile`, allow-listed by `rust/bindgen_parameters`. Only the rest of `rust/`
-//! uses this module; the driver never does.
+//! `rust/Makefile`, allow-listed by `rust/bindgen_parameters`. The driver never uses it.
 
 #![allow(
     clippy::all,

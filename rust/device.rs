@@ -27,9 +27,11 @@
 //! calls), which may be called in atomic context.
 //!
 //! ib_core offers a device to kernel consumers only if it has every verb
-//! `ib_device_check_mandatory()` lists; [`Driver`] and the object traits require each of
-//! them. The optional verbs go into the ops table only if the driver implements them
-//! (`#[vtable]`'s `HAS_*`), each object's file filling in its own.
+//! `ib_device_check_mandatory()` lists; [`Driver`] and the object traits require those of
+//! the device, PDs and CQs, and those of QPs and MRs with the kinds (a driver without
+//! QPs or MRs is for processes only). The optional verbs go into the ops table only if
+//! the driver implements them (`#[vtable]`'s `HAS_*`), each object's file filling in its
+//! own.
 
 use super::{
     ah::{self, AhOps},
@@ -536,6 +538,17 @@ pub(crate) struct DeviceInfo<'a> {
     pub(crate) num_comp_vectors: u32,
 }
 
+/// What `ib_modify_device()` changes (`struct ib_device_modify`, as its mask selects):
+/// the system image GUID, which only kernel callers set, and the node description,
+/// which root writes through sysfs (`node_desc`).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeviceModify<'a> {
+    /// The new system image GUID, network order (the caller passes it in CPU order).
+    pub(crate) sys_image_guid: Option<[u8; 8]>,
+    /// The new node description: up to 64 bytes, not necessarily NUL-terminated.
+    pub(crate) node_desc: Option<&'a [u8; 64]>,
+}
+
 /// An RDMA driver: the verbs of its devices, and the types of its objects, each of which
 /// implements its object's verbs ([`UcontextOps`], [`PdOps`], [`CqOps`], [`QpOps`],
 /// [`SrqOps`], [`AhOps`], [`MrOps`], [`MwOps`]).
@@ -618,6 +631,10 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The legacy uverbs commands its userspace provider uses beyond ib_core's default.
     const WRITE_CMDS: WriteCmds = WriteCmds::NONE;
 
+    /// Whether the device shows the name of its port's netdev in sysfs as `parent`, as
+    /// rxe's do (scripts find the netdev there).
+    const SYSFS_PARENT: bool = false;
+
     /// `ibv_query_device()`.
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr>;
 
@@ -633,6 +650,14 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
     /// The link layer of the port. (Without it ib_core would go by the node type, and
     /// the devices this layer registers are channel adapters: InfiniBand.)
     fn link_layer(dev: &Device<Self>, port: u32) -> LinkLayer;
+
+    /// A kernel caller or root (through sysfs) changes the device's system image GUID
+    /// or node description. On success the layer stores the node description in the
+    /// device (where ib_core reads it); the GUID is the driver's to report from then on.
+    /// Without it, ib_core refuses both.
+    fn modify_device(_dev: &Device<Self>, _m: &DeviceModify<'_>) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// The names of the per-port counters that `rdma statistic` shows.
     const PORT_STATS: &'static [StatDesc] = &[];
@@ -828,6 +853,13 @@ impl<T: Driver> Device<T> {
             dealloc_driver: Some(Self::dealloc_driver),
             ..pin_init::zeroed()
         };
+        if T::HAS_MODIFY_DEVICE {
+            ops.modify_device = Some(Self::modify_device);
+        }
+        if T::SYSFS_PARENT {
+            // SAFETY: Returns the address of a static group; no preconditions.
+            ops.device_group = unsafe { bindings::rxe_rs_parent_group() };
+        }
         if T::HAS_PORT_STATS {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
@@ -935,6 +967,51 @@ impl<T: Driver> Device<T> {
         // SAFETY: ib_core calls this only on our device.
         let dev = unsafe { Self::from_raw(ib) };
         T::link_layer(dev, port).to_raw()
+    }
+
+    /// # Safety
+    ///
+    /// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+    unsafe extern "C" fn modify_device(
+        ib: *mut bindings::ib_device,
+        mask: c_int,
+        attr: *mut bindings::ib_device_modify,
+    ) -> c_int {
+        const GUID: c_int =
+            bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_SYS_IMAGE_GUID as c_int;
+        const DESC: c_int = bindings::ib_device_modify_flags_IB_DEVICE_MODIFY_NODE_DESC as c_int;
+        from_result(|| {
+            if mask & !(GUID | DESC) != 0 {
+                return Err(eopnotsupp());
+            }
+            // SAFETY: ib_core calls this only on our registered device.
+            let dev = unsafe { Self::from_raw(ib) };
+            // Only the fields the mask names are read: a caller may leave the others
+            // uninitialised.
+            // SAFETY: `attr` is valid for the call and not written meanwhile; the field
+            // is initialised since the mask names it.
+            let guid = (mask & GUID != 0).then(|| unsafe { (*attr).sys_image_guid });
+            // SAFETY: As above.
+            let desc: Option<[u8; 64]> = (mask & DESC != 0).then(|| unsafe { (*attr).node_desc });
+            let m = DeviceModify {
+                sys_image_guid: guid.map(u64::to_be_bytes),
+                node_desc: desc.as_ref(),
+            };
+            T::modify_device(dev, &m)?;
+            if let Some(desc) = m.node_desc {
+                // SAFETY: The device's description is 64 bytes, which sysfs and the MAD
+                // layer read at any time; like every driver we overwrite it in place (the
+                // C copy tolerates those readers).
+                unsafe {
+                    bindings::rxe_rs_shared_copy(
+                        (*dev.as_raw()).node_desc.as_mut_ptr().cast(),
+                        desc.as_ptr().cast(),
+                        desc.len(),
+                    )
+                };
+            }
+            Ok(0)
+        })
     }
 
     /// # Safety
@@ -1070,4 +1147,30 @@ impl<T: Driver> Drop for AllDevices<T> {
         // SAFETY: Safe to call from process context at any time.
         unsafe { bindings::ib_unregister_driver(T::DRIVER_ID.0) };
     }
+}
+
+/// Shows `parent`: the name of the netdev of port 1. The attribute and its group are
+/// static tables of the C shim (`rust/helpers.c`), built with sysfs's macros.
+///
+/// # Safety
+///
+/// Only for sysfs, through the shim's `parent` attribute, with the arguments a `show`
+/// callback gets.
+#[no_mangle]
+unsafe extern "C" fn rxe_rs_parent_show(
+    dev: *mut bindings::device,
+    _attr: *mut bindings::device_attribute,
+    buf: *mut kernel::ffi::c_char,
+) -> isize {
+    // SAFETY: The group is only on registered ib_devices, so `dev` is the `struct device`
+    // of one, valid for the call.
+    let ib = unsafe { bindings::rxe_rs_device_to_ibdev(dev) };
+    // SAFETY: `ib` is valid; a non-null result carries a reference.
+    let Some(ndev) = NonNull::new(unsafe { bindings::ib_device_get_netdev(ib, 1) }) else {
+        return ENODEV.to_errno() as isize;
+    };
+    // SAFETY: The reference taken above, put when `ndev` is dropped.
+    let ndev = unsafe { NetDevice::from_raw_owned(ndev) };
+    // SAFETY: `buf` is the page sysfs gives `show`; the netdev is held.
+    unsafe { bindings::rxe_rs_sysfs_emit_netdev_name(buf, ndev.as_raw()) }
 }

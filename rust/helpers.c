@@ -276,3 +276,27 @@ bool rxe_rs_queue_work_on(struct workqueue_struct *wq, unsigned int cpu,
 		return queue_work(wq, work);
 	return queue_work_on(cpu, wq, work);
 }
+
+/*
+ * The `parent` attribute of a device (the name of its port's netdev, as rxe shows it):
+ * the static tables sysfs's macros build; the show callback is Rust's (rust/device.rs).
+ */
+ssize_t rxe_rs_parent_show(struct device *device, struct device_attribute *attr, char *buf);
+static struct device_attribute dev_attr_parent = __ATTR(parent, 0444, rxe_rs_parent_show, NULL);
+static struct attribute *rxe_rs_parent_attrs[] = { &dev_attr_parent.attr, NULL };
+static const struct attribute_group parent_group = { .attrs = rxe_rs_parent_attrs };
+
+const struct attribute_group *rxe_rs_parent_group(void)
+{
+	return &parent_group;
+}
+
+struct ib_device *rxe_rs_device_to_ibdev(struct device *device)
+{
+	return rdma_device_to_ibdev(device);
+}
+
+ssize_t rxe_rs_sysfs_emit_netdev_name(char *buf, struct net_device *ndev)
+{
+	return sysfs_emit(buf, "%s\n", netdev_name(ndev));
+}

@@ -62,6 +62,12 @@ void rxe_rs_rcu_wait_since(unsigned long cookie);
 void rxe_rs_local_bh_disable(void);
 void rxe_rs_local_bh_enable(void);
 
+struct attribute_group;
+struct device;
+const struct attribute_group *rxe_rs_parent_group(void);
+struct ib_device *rxe_rs_device_to_ibdev(struct device *device);
+ssize_t rxe_rs_sysfs_emit_netdev_name(char *buf, struct net_device *ndev);
+
 bool rxe_rs_device_try_get(struct ib_device *dev);
 bool rxe_rs_virt_addr_valid(unsigned long addr);
 void rxe_rs_netdev_hold(struct net_device *ndev);

@@ -464,8 +464,11 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     const {
         assert!(
             !(T::Mr::HAS_REG_USER_MR || T::Mr::HAS_GET_DMA_MR || T::Mr::HAS_ALLOC_MR)
-                || T::Mr::HAS_DEREG_MR,
-            "an MR that is made must be deregistered: dereg_mr"
+                || (T::Mr::HAS_DEREG_MR && T::Mr::HAS_REG_USER_MR),
+            // uverbs offers MRs to processes whenever `dereg_mr` is there, and its ioctl
+            // path calls `reg_user_mr` without a NULL check: a driver with MRs for kernel
+            // consumers only implements it to refuse (EOPNOTSUPP).
+            "an MR kind needs dereg_mr and reg_user_mr"
         )
     };
     if !makes_mrs {

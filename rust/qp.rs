@@ -793,7 +793,7 @@ unsafe extern "C" fn post_send<T: Driver>(
         unsafe { *bad = wr };
         return EINVAL.to_errno();
     }
-    let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi);
+    let ud = matches!(qp.qp_type(), QpType::Ud | QpType::Gsi | QpType::Smi);
     // SAFETY: `wr` heads a chain of valid requests for the call, of the kind the QP's type
     // says.
     for w in unsafe { SendWr::chain(wr, ud) } {

@@ -225,10 +225,16 @@ impl SendFlags {
 pub(crate) mod access {
     use super::bindings;
 
+    /// The device may write the memory for local operations (receives, READ and atomic
+    /// results).
     pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
+    /// A peer may write it (RDMA WRITE).
     pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
+    /// A peer may read it (RDMA READ).
     pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
+    /// A peer may run atomic operations on it.
     pub(crate) const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
+    /// Memory windows may be bound to the region.
     pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
     /// A window addressed from 0.
     pub(crate) const ZERO_BASED: u32 = bindings::ib_access_flags_IB_ZERO_BASED;
@@ -236,7 +242,9 @@ pub(crate) mod access {
     pub(crate) const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
     /// The region is in huge pages (a hint for on-demand MRs).
     pub(crate) const HUGETLB: u32 = bindings::ib_access_flags_IB_ACCESS_HUGETLB;
+    /// A peer may FLUSH the memory to global visibility ...
     pub(crate) const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
+    /// ... or to persistence.
     pub(crate) const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
     /// Hints (relaxed ordering and the like) a device may ignore.
     pub(crate) const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;

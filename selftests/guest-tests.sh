@@ -136,7 +136,12 @@ run() {
 
 with_dev() { add "$DEV" eth0 || return 1; wait_for port_active || { echo "port not active"; return 1; }; }
 
-t_link_add() { with_dev && rdma link show "$DEV/1" && [ "$(devices)" = "$DEV" ]; }
+# The device is listed, and names its netdev in sysfs (`parent`, which scripts read).
+t_link_add() {
+	with_dev && rdma link show "$DEV/1" && [ "$(devices)" = "$DEV" ] || return 1
+	[ "$(cat "/sys/class/infiniband/$DEV/parent")" = eth0 ] ||
+		{ echo "parent: $(cat "/sys/class/infiniband/$DEV/parent")"; return 1; }
+}
 t_ibv_devices() { with_dev && ibv_devices | grep -qw "$DEV"; }
 t_devinfo_port() {
 	with_dev && ibv_devinfo -v -d "$DEV" > /tmp/devinfo &&
@@ -715,6 +720,22 @@ t_kernel_verbs() {
 	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
 	[ $rc = 0 ] || return 1
 	rmmod kverbs_test
+}
+# modify_device: root writes the node description through sysfs and reads it back; a
+# kernel caller (kverbs_test modify=1) sets the system image GUID, which processes then
+# see (ibv_devinfo).
+t_modify_device() {
+	local f=/sys/class/infiniband/$DEV/node_desc
+	with_dev || return 1
+	printf 'node of %s' "$DRIVER" > "$f" || return 1
+	[ "$(cat "$f")" = "node of $DRIVER" ] || { echo "node_desc reads back '$(cat "$f")'"; return 1; }
+	dmesg -C
+	insmod "$HOST/kverbs_test.ko" dev="$DEV" modify=1; rc=$?
+	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
+	[ $rc = 0 ] || return 1
+	rmmod kverbs_test
+	ibv_devinfo -v -d "$DEV" | grep sys_image_guid
+	ibv_devinfo -v -d "$DEV" | grep -q 'sys_image_guid:[[:space:]]*0123:4567:89ab:cdef'
 }
 # rdma-core's own on-demand paging tests (pyverbs' test_odp): page faults met by the
 # requester, the responder and the completer, and prefetches, with the MRs' pages dropped
@@ -1550,6 +1571,27 @@ t_netns_device() {
 	ip netns del tns
 	wait_for no_device || { echo "device left after its namespace went away:"; rdma link; return 1; }
 }
+# Port 4791 is open while a device of the namespace uses it: opened by the first
+# device, kept while one is left, closed when the last is deleted (rxe's kselftest
+# rxe_socket_with_netns asks the same), in the initial namespace and in another.
+udp_4791() { ${1:+ip netns exec "$1"} ss -Huln 'sport = :4791' | grep -c ':4791'; }
+t_udp_port_follows_devices() {
+	[ "$(udp_4791)" = 0 ] || { echo "port 4791 open with no device"; ss -Huln; return 1; }
+	with_dev || return 1
+	[ "$(udp_4791)" -ge 1 ] || { echo "port 4791 not open after the first device"; return 1; }
+	ip link add tveth0 type veth peer name tveth1 && ip link set tveth0 up || return 1
+	add tdev1 tveth0 || return 1
+	rdma link delete "$DEV" || return 1
+	[ "$(udp_4791)" -ge 1 ] || { echo "port 4791 closed while tdev1 is left"; return 1; }
+	rdma link delete tdev1 || return 1
+	[ "$(udp_4791)" = 0 ] || { echo "port 4791 still open after the last device"; return 1; }
+	ip netns add tns && ip link set tveth1 netns tns && ip -n tns link set tveth1 up || return 1
+	ip netns exec tns rdma link add tdevn type "$DRIVER" netdev tveth1 || return 1
+	[ "$(udp_4791 tns)" -ge 1 ] && [ "$(udp_4791)" = 0 ] ||
+		{ echo "port 4791 not (only) in the namespace of its device"; return 1; }
+	ip netns exec tns rdma link delete tdevn || return 1
+	[ "$(udp_4791 tns)" = 0 ] || { echo "port 4791 still open in the namespace"; return 1; }
+}
 t_link_delete() {
 	with_dev || return 1
 	rdma link delete "$DEV" || return 1
@@ -1749,6 +1791,7 @@ run fault_injection_create_verbs t_failslab
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
+run modify_device_node_desc_sys_image_guid t_modify_device
 run odp_mr_faults_pyverbs t_odp_pyverbs
 run counters_match_traffic t_counters_traffic
 run rc_pingpong_ipv4 t_rc_pingpong_v4
@@ -1784,6 +1827,7 @@ run packet_mutation_fuzz t_pktfuzz
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device
+run udp_port_follows_devices t_udp_port_follows_devices
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user
 run link_delete_with_mapped_ring t_link_delete_with_mapped_ring

@@ -14,7 +14,6 @@
 #include <net/ip.h>
 #include <net/ip6_route.h>
 #include <net/ipv6.h>
-#include <net/netns/generic.h>
 #include <net/route.h>
 #include <net/udp_tunnel.h>
 #include <rdma/ib_umem_odp.h>
@@ -75,11 +74,6 @@ struct socket *rxe_rs_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 void rxe_rs_udp_tunnel_close(struct socket *sock)
 {
 	udp_tunnel_sock_release(sock->sk);
-}
-
-void *rxe_rs_net_generic(const struct net *net, unsigned int id)
-{
-	return net_generic(net, id);
 }
 
 struct net *rxe_rs_netdev_net(struct net_device *ndev)
@@ -316,4 +310,14 @@ struct page *rxe_rs_odp_page(struct ib_umem_odp *odp, size_t index, bool *writab
 		return NULL;
 	*writable = pfn & HMM_PFN_WRITE;
 	return hmm_pfn_to_page(pfn);
+}
+
+bool rxe_rs_net_get_live(struct net *net)
+{
+	return maybe_get_net(net) != NULL;
+}
+
+void rxe_rs_net_put(struct net *net)
+{
+	put_net(net);
 }

@@ -32,8 +32,9 @@ void rxe_rs_device_memory_put(struct ib_device *dev);
 struct socket *rxe_rs_udp_tunnel_open(struct net *net, bool ipv6, u16 port,
 				      int (*rcv)(struct sock *sk, struct sk_buff *skb));
 void rxe_rs_udp_tunnel_close(struct socket *sock);
-void *rxe_rs_net_generic(const struct net *net, unsigned int id);
 struct net *rxe_rs_netdev_net(struct net_device *ndev);
+bool rxe_rs_net_get_live(struct net *net);
+void rxe_rs_net_put(struct net *net);
 struct net_device *rxe_rs_skb_dev(struct sk_buff *skb);
 int rxe_rs_skb_linearize(struct sk_buff *skb);
 const u8 *rxe_rs_skb_network_header(struct sk_buff *skb);

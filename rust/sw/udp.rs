@@ -6,32 +6,87 @@
 //! C headers: [`include/net/udp_tunnel.h`](srctree/include/net/udp_tunnel.h),
 //! [`include/net/net_namespace.h`](srctree/include/net/net_namespace.h)
 //!
-//! [`Tunnels<T>`] registers per-namespace storage with the network stack
-//! (`pernet_operations`). A namespace gets its sockets when the first device is added on
-//! one of its netdevs ([`Tunnels::open`]) and keeps them until the namespace goes away
-//! or the registration is dropped (at module unload); each packet they receive goes to [`Receiver::receive`], in
-//! softirq context. Dropping [`Tunnels`] releases every socket and waits for receive
-//! calls in progress to end, so no packet reaches the driver afterwards.
+//! A device uses its namespace's sockets from its creation ([`Tunnels::open`], which
+//! makes them for the first device there) until its data is dropped (its
+//! [`TunnelUse`]): the last device of a namespace to go closes them, so the port is
+//! free again once `rdma link delete` returns, as with rxe. A namespace that goes away
+//! closes its sockets too, even if the devices on its netdevs are still being removed
+//! (ib_core removes them from a workqueue); their uses then name nothing. Each packet
+//! the sockets receive goes to [`Receiver::receive`], in softirq context. Dropping
+//! [`Tunnels`] (at module unload, after every device) releases what is left and waits
+//! for receive calls in progress to end, so no packet reaches the driver afterwards.
+//!
+//! ```text
+//!  newlink ─► Tunnels::open ─► first in its namespace: sockets made, users 1; else users+1
+//!  device data dropped ─► TunnelUse drop ─► users-1; at 0 the sockets are closed
+//!  namespace exit ─► its sockets closed, its entry gone (later drops find nothing)
+//! ```
 
 use super::skb::Skb;
 use crate::ib::{bindings, netdev::NetDevice};
-use core::{cell::UnsafeCell, marker::PhantomData, mem::size_of, ptr};
+use core::{marker::PhantomData, ptr};
 use kernel::{
-    error::{from_err_ptr, to_result},
+    error::from_err_ptr,
+    error::to_result,
     ffi::c_int,
     prelude::*,
     sync::atomic::{Acquire, Atomic, Relaxed, Release},
     types::Opaque,
 };
 
-kernel::sync::global_lock! {
-    // SAFETY: Initialised once, by the first `Tunnels::register`, before any use.
-    unsafe(uninit) static OPEN_LOCK: Mutex<bool> = false;
+/// The sockets of one namespace and how many devices use them.
+struct NetSockets {
+    /// The namespace, as an identity only: the entry goes in its `exit`, so the address
+    /// is never compared after it could be reused.
+    net: *const bindings::net,
+    /// What a [`TunnelUse`] names: unique for the module's life, unlike the address.
+    id: u64,
+    users: usize,
+    v4: *mut bindings::socket,
+    /// Null where the kernel has no IPv6.
+    v6: *mut bindings::socket,
 }
 
-/// Whether the first registration took on initialising `OPEN_LOCK`.
+// SAFETY: The sockets are plain kernel objects, used from any thread under `STATE`.
+unsafe impl Send for NetSockets {}
+
+impl NetSockets {
+    /// Releases the sockets; the receive calls in progress end within an RCU grace
+    /// period (see `Tunnels::drop`).
+    fn close(self) {
+        for sock in [self.v4, self.v6] {
+            if !sock.is_null() {
+                // SAFETY: Made by `rxe_rs_udp_tunnel_open()` and owned by this entry,
+                // which is consumed.
+                unsafe { bindings::rxe_rs_udp_tunnel_close(sock) };
+            }
+        }
+    }
+}
+
+/// The namespaces with sockets, and where the registration of [`Tunnels`] stands.
+struct State {
+    /// A [`Tunnels`] exists or is being made (there is one at a time).
+    claimed: bool,
+    /// Its registration for namespace exits is done: sockets may be made.
+    registered: bool,
+    next_id: u64,
+    nets: KVec<NetSockets>,
+}
+
+kernel::sync::global_lock! {
+    // SAFETY: Initialised once, by the first `Tunnels::register`, before any use.
+    unsafe(uninit) static STATE: Mutex<State> = State {
+        claimed: false,
+        registered: false,
+        next_id: 0,
+        nets: KVec::new(),
+    };
+}
+
+/// Whether the first registration took on initialising `STATE`.
 static LOCK_CLAIMED: Atomic<bool> = Atomic::new(false);
-/// Whether `OPEN_LOCK` is initialised.
+/// Whether `STATE` is initialised.
 static LOCK_READY: Atomic<bool> = Atomic::new(false);
 
 /// The UDP port of RoCE v2.
@@ -44,56 +99,58 @@ pub(crate) trait Receiver: 'static {
     fn receive(skb: Skb);
 }
 
-/// The sockets of one namespace, in storage the network stack allocates (zeroed) for
-/// each namespace and frees after `exit`.
-struct PerNet {
-    v4: *mut bindings::socket,
-    v6: *mut bindings::socket,
-}
-
-/// The network stack's id of our per-namespace storage, set when registering.
-struct PernetId(UnsafeCell<u32>);
-
-// SAFETY: The id is written by `register_pernet_subsys()` once, before any reader, and
-// only read afterwards.
-unsafe impl Sync for PernetId {}
-
-static PERNET_ID: PernetId = PernetId(UnsafeCell::new(0));
-
-/// The storage of `net`.
-///
-/// # Safety
-///
-/// `net` must be a live namespace and the storage registered (by [`Tunnels::register`]).
-unsafe fn per_net(net: *const bindings::net) -> *mut PerNet {
-    // SAFETY: Per the caller; the id was written at registration.
-    unsafe { bindings::rxe_rs_net_generic(net, *PERNET_ID.0.get()).cast() }
-}
-
-/// Releases a namespace's sockets: the namespace is going away, or the module is.
+/// Closes a namespace's sockets: the namespace is going away, or the module is.
 ///
 /// # Safety
 ///
 /// Only for the network stack, as `pernet_operations.exit`.
 unsafe extern "C" fn exit(net: *mut bindings::net) {
-    // SAFETY: The namespace is live until its storage is freed after this returns.
-    let pn = unsafe { per_net(net) };
-    // SAFETY: The storage is ours. `open` does not run on it concurrently: a dying
-    // namespace has no netdev left to add a device on, and at module unload `drop` holds
-    // `open`'s lock.
-    unsafe {
-        for sock in [ptr::addr_of_mut!((*pn).v4), ptr::addr_of_mut!((*pn).v6)] {
-            if !(*sock).is_null() {
-                bindings::rxe_rs_udp_tunnel_close(*sock);
-                *sock = ptr::null_mut();
+    let mut state = STATE.lock();
+    let Some(i) = state.nets.iter().position(|n| ptr::eq(n.net, net)) else {
+        return;
+    };
+    if let Ok(entry) = state.nets.remove(i) {
+        entry.close();
+    }
+}
+
+/// Whether a socket could not be made because the kernel has no IPv6
+/// (`udp_sock_create6()` says `EPFNOSUPPORT` without `CONFIG_IPV6`, the socket layer
+/// `EAFNOSUPPORT` with IPv6 disabled).
+fn no_ipv6(e: Error) -> bool {
+    [
+        kernel::bindings::EAFNOSUPPORT,
+        kernel::bindings::EPFNOSUPPORT,
+    ]
+    .iter()
+    .any(|&n| e.to_errno() == -(n as i32))
+}
+
+/// One device's use of its namespace's sockets, given up when dropped.
+pub(crate) struct TunnelUse {
+    id: u64,
+}
+
+impl Drop for TunnelUse {
+    fn drop(&mut self) {
+        let mut state = STATE.lock();
+        // None when the namespace (or the module's registration) went first.
+        let Some(i) = state.nets.iter().position(|n| n.id == self.id) else {
+            return;
+        };
+        let entry = &mut state.nets[i];
+        entry.users -= 1;
+        if entry.users == 0 {
+            // Closed under the lock, so that a device added meanwhile finds the port
+            // free when it makes the namespace's sockets again.
+            if let Ok(entry) = state.nets.remove(i) {
+                entry.close();
             }
         }
     }
 }
 
 /// The per-namespace tunnel sockets of a driver. One may exist at a time.
-///
-/// `OPEN_LOCK` serialises [`Tunnels::open`] and says whether the registration exists.
 #[pin_data(PinnedDrop)]
 pub(crate) struct Tunnels<T: Receiver> {
     #[pin]
@@ -108,12 +165,12 @@ unsafe impl<T: Receiver> Send for Tunnels<T> {}
 unsafe impl<T: Receiver> Sync for Tunnels<T> {}
 
 impl<T: Receiver> Tunnels<T> {
-    /// Registers the per-namespace storage.
+    /// Registers for namespace exits.
     pub(crate) fn register() -> impl PinInit<Self, Error> {
         if LOCK_CLAIMED.cmpxchg(false, true, Relaxed).is_ok() {
             // SAFETY: Only the first registration gets here, and nothing uses the lock
             // before `LOCK_READY` says it may.
-            unsafe { OPEN_LOCK.init() };
+            unsafe { STATE.init() };
             // ORDERING: Release pairs with the Acquire loads: whoever sees `true` sees
             // the initialised lock.
             LOCK_READY.store(true, Release);
@@ -124,66 +181,100 @@ impl<T: Receiver> Tunnels<T> {
                 if !LOCK_READY.load(Acquire) {
                     return Err(EBUSY);
                 }
-                let mut registered = OPEN_LOCK.lock();
-                if *registered {
+                let mut state = STATE.lock();
+                if state.claimed {
                     return Err(EBUSY);
                 }
+                state.claimed = true;
+                drop(state);
                 // SAFETY: `ops` is ours to initialise and stays pinned until `drop`
-                // unregisters it; the id it points to is static.
+                // unregisters it. No per-namespace storage: `exit` is all it is for.
                 unsafe {
                     ops.write(pin_init::zeroed());
-                    (*ops).id = PERNET_ID.0.get();
-                    (*ops).size = size_of::<PerNet>();
                     (*ops).exit = Some(exit);
-                    to_result(bindings::register_pernet_subsys(ops))?;
                 }
-                *registered = true;
-                Ok(())
+                // Not under the lock: a failed registration runs `exit`, which takes it.
+                // SAFETY: As above.
+                let ret = to_result(unsafe { bindings::register_pernet_subsys(ops) });
+                let mut state = STATE.lock();
+                // Sockets only once every namespace made from now on will be exited.
+                state.registered = ret.is_ok();
+                state.claimed = ret.is_ok();
+                ret
             }),
             _p: PhantomData,
         })
     }
 
-    /// Makes sure the namespace of `ndev` has its sockets (IPv6 only where the kernel
-    /// has IPv6). Fails with `ENODEV` when no [`Tunnels`] is registered.
-    pub(crate) fn open(ndev: &NetDevice) -> Result {
+    /// A use of the sockets of the namespace of `ndev`, made for the first device there
+    /// (IPv6 only where the kernel has IPv6). Fails with `ENODEV` when no [`Tunnels`]
+    /// is registered.
+    pub(crate) fn open(ndev: &NetDevice) -> Result<TunnelUse> {
         // ORDERING: See `register`.
         if !LOCK_READY.load(Acquire) {
             return Err(ENODEV);
         }
-        let registered = OPEN_LOCK.lock();
-        if !*registered {
+        let mut state = STATE.lock();
+        if !state.registered {
             return Err(ENODEV);
         }
-        // SAFETY: The netdev is live, so its namespace is.
+        // SAFETY: The netdev is live, so its namespace's memory is.
         let net = unsafe { bindings::rxe_rs_netdev_net(ndev.as_raw()) };
-        // SAFETY: The namespace is live and the storage registered.
-        let pn = unsafe { per_net(net) };
-        for (ipv6, sock) in [
-            // SAFETY: `pn` is valid storage of a live namespace.
-            (false, unsafe { ptr::addr_of_mut!((*pn).v4) }),
-            // SAFETY: As above.
-            (true, unsafe { ptr::addr_of_mut!((*pn).v6) }),
-        ] {
-            // SAFETY: Only `open` (under the lock, while registered) and `exit` (not
-            // concurrently, see there) touch the storage.
-            if unsafe { !(*sock).is_null() } {
-                continue;
-            }
-            // SAFETY: The namespace is live; `rcv` may be called until the socket is
-            // released, which happens before the module's code can go.
+        if let Some(entry) = state.nets.iter_mut().find(|n| ptr::eq(n.net, net)) {
+            entry.users += 1;
+            return Ok(TunnelUse { id: entry.id });
+        }
+        // A namespace being dismantled (its netdevs moved out or unregistered right
+        // after this) may have run its `exit` already: an entry made now would never be
+        // removed. A reference refused means that; one taken means `exit` is still to
+        // come, after the entry is in the list (`exit` takes the lock).
+        // SAFETY: As above.
+        if !unsafe { bindings::rxe_rs_net_get_live(net) } {
+            return Err(ENODEV);
+        }
+        let made = Self::make(&mut state, net);
+        // SAFETY: The reference taken above; its last put only queues the namespace's
+        // dismantling.
+        unsafe { bindings::rxe_rs_net_put(net) };
+        made
+    }
+
+    /// Makes the sockets of `net` and its entry, with one user.
+    fn make(state: &mut State, net: *mut bindings::net) -> Result<TunnelUse> {
+        // Room for the entry first: once the sockets exist, nothing may fail.
+        state.nets.reserve(1, GFP_KERNEL)?;
+        let mut entry = NetSockets {
+            net,
+            id: state.next_id,
+            users: 1,
+            v4: ptr::null_mut(),
+            v6: ptr::null_mut(),
+        };
+        for ipv6 in [false, true] {
+            // SAFETY: The caller holds a reference on the namespace; `rcv` may be called
+            // until the socket is closed, which happens before the module's code can go.
             let made = from_err_ptr(unsafe {
                 bindings::rxe_rs_udp_tunnel_open(net, ipv6, ROCE_V2_PORT, Some(Self::rcv))
             });
             match made {
-                // SAFETY: As above.
-                Ok(s) => unsafe { *sock = s },
+                Ok(s) if ipv6 => entry.v6 = s,
+                Ok(s) => entry.v4 = s,
                 // A kernel without IPv6 speaks RoCE v2 over IPv4 only.
-                Err(e) if ipv6 && e.to_errno() == -(kernel::bindings::EAFNOSUPPORT as i32) => {}
-                Err(e) => return Err(e),
+                Err(e) if ipv6 && no_ipv6(e) => {}
+                Err(e) => {
+                    entry.close();
+                    return Err(e);
+                }
             }
         }
-        Ok(())
+        let id = entry.id;
+        if let Err(e) = state.nets.push_within_capacity(entry) {
+            e.0.close();
+            return Err(ENOMEM);
+        }
+        // A u64 counted once per namespace's first device does not wrap.
+        state.next_id = id.wrapping_add(1);
+        Ok(TunnelUse { id })
     }
 
     /// The sockets' `encap_rcv`: every packet is the driver's (0: consumed).
@@ -203,12 +294,22 @@ impl<T: Receiver> Tunnels<T> {
 #[pinned_drop]
 impl<T: Receiver> PinnedDrop for Tunnels<T> {
     fn drop(self: Pin<&mut Self>) {
-        let mut registered = OPEN_LOCK.lock();
-        *registered = false;
-        // SAFETY: Registered in `register`; this runs `exit` for every namespace, which
-        // releases all sockets. `open` cannot run meanwhile: we hold its lock.
+        // No new sockets from here on; `exit` (which takes the lock) closes those of
+        // every namespace as the registration goes.
+        STATE.lock().registered = false;
+        // SAFETY: Registered in `register`.
         unsafe { bindings::unregister_pernet_subsys(self.ops.get()) };
-        drop(registered);
+        // Every device went before (the module drops them first), and every namespace
+        // was exited: nothing is left, but be sure.
+        let mut state = STATE.lock();
+        while let Some(entry) = state.nets.pop() {
+            entry.close();
+        }
+        // The list is a static, never dropped: its buffer goes here, with the module.
+        let nets = core::mem::replace(&mut state.nets, KVec::new());
+        state.claimed = false;
+        drop(state);
+        drop(nets);
         // Receive calls run under RCU: once a grace period passed, none is left.
         // SAFETY: Called in process context.
         unsafe { bindings::synchronize_rcu() };

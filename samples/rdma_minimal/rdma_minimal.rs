@@ -10,8 +10,8 @@
 //! ([`PortProtocol::None`]): no MADs, no connection manager, no GIDs.
 //!
 //! It is written against `rust/` (loaded as [`ib`]), which names no driver, and takes
-//! one file of the software-RoCE part, `rust/sw/queue.rs` with the librxe layout of
-//! `rust/sw/rxe_abi.rs`: it says it speaks rdma-core's rxe ABI (driver id `RXE`,
+//! two files of the software-RoCE part, librxe's ring layout (`rust/sw/queue.rs`) and
+//! its ABI's offsets (`rust/sw/rxe_abi.rs`): it says it speaks rdma-core's rxe ABI (driver id `RXE`,
 //! version 2), so that librxe, the provider that binds to that id, opens it; librxe's
 //! CQs are rings it maps, which this device never writes. Like rxe_rs and rdma_rxe,
 //! which speak the same ABI, it is not loaded together with either: unloading any of

@@ -27,6 +27,10 @@ static bool traffic;
 module_param(traffic, bool, 0444);
 MODULE_PARM_DESC(traffic, "run the checks that move data between two QPs instead");
 
+static bool modify;
+module_param(modify, bool, 0444);
+MODULE_PARM_DESC(modify, "set the device's system image GUID to 0123:4567:89ab:cdef instead");
+
 static int found, failed;
 /* The checks run one at a time: their larger arrays live here, not on the stack. */
 static struct ib_wc wc[16];
@@ -559,6 +563,21 @@ out_pages:
 		__free_page(page_dst);
 }
 
+/*
+ * ib_modify_device(): the system image GUID (which only kernel callers can set; the test
+ * reads it back through ibv_devinfo), and a mask bit no driver knows, refused.
+ */
+static void check_modify_device(struct ib_device *dev)
+{
+	struct ib_device_modify m = { .sys_image_guid = 0x0123456789abcdefULL };
+	int ret;
+
+	ret = ib_modify_device(dev, IB_DEVICE_MODIFY_SYS_IMAGE_GUID, &m);
+	CHECK(ret == 0, "modify_device_sys_image_guid", "ib_modify_device: %d", ret);
+	ret = ib_modify_device(dev, 1 << 7, &m);
+	CHECK(ret == -EOPNOTSUPP, "modify_device_unknown_bit", "ib_modify_device: %d", ret);
+}
+
 static int kverbs_add(struct ib_device *dev)
 {
 	struct ib_pd *pd;
@@ -571,7 +590,9 @@ static int kverbs_add(struct ib_device *dev)
 		CHECK(0, "alloc_pd", "ib_alloc_pd: %ld", PTR_ERR(pd));
 		return -EOPNOTSUPP;
 	}
-	if (traffic) {
+	if (modify) {
+		check_modify_device(dev);
+	} else if (traffic) {
 		check_read_inv(pd);
 	} else {
 		check_flush(pd);

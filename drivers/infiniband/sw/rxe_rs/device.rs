@@ -12,8 +12,8 @@
 use crate::ib::object::Quota;
 use crate::ib::{
     device::{
-        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, Driver, DriverId, LinkLayer, Mtu,
-        PhysState, PortAttr, PortImmutable, PortProtocol, PortState, WriteCmds,
+        cap, port_cap, AtomicCap, Device, DeviceAttr, DeviceInfo, DeviceModify, Driver, DriverId,
+        LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortProtocol, PortState, WriteCmds,
     },
     link::LinkDriver,
     netdev::{NetDevice, NetDeviceRef},
@@ -24,7 +24,10 @@ use crate::ib::{
 use crate::param::{self, PORT};
 use crate::recv::{Recv, Source};
 use crate::stats::{Counter, Counters};
-use crate::sw::{skb::Skb, udp::Tunnels};
+use crate::sw::{
+    skb::Skb,
+    udp::{TunnelUse, Tunnels},
+};
 use crate::{
     ah::{ah_table, AhTable, RxeAh},
     cq::RxeCq,
@@ -52,8 +55,11 @@ use kernel::{
 /// Per-device state.
 #[pin_data]
 pub(crate) struct RxeDev {
-    /// The GUID of node and system image (EUI-64 of the netdev's MAC), network order.
+    /// The GUID of the node (EUI-64 of the netdev's MAC), network order.
     guid: [u8; 8],
+    /// The GUID of the system image, network order as `u64::from_ne_bytes`: the node's
+    /// until a kernel caller sets another (`modify_device`).
+    sys_image_guid: Atomic<u64>,
     /// The netdev, held for the device's lifetime: the data path sends through it
     /// without asking ib_core (whose lookup takes a lock that is not softirq-safe).
     pub(crate) ndev: NetDeviceRef,
@@ -98,11 +104,15 @@ pub(crate) struct RxeDev {
     /// Where completions and events are delivered from; dropped last of the device's
     /// state, after every object is gone, waiting for what is still queued.
     pub(crate) wq: Workqueue,
+    /// The device's use of its namespace's RoCE v2 sockets: the last device there to go
+    /// closes them.
+    _tunnel: TunnelUse,
 }
 
 impl RxeDev {
-    fn new(ndev: &NetDevice, guid: [u8; 8]) -> impl PinInit<Self, Error> + '_ {
+    fn new(ndev: &NetDevice, guid: [u8; 8], tunnel: TunnelUse) -> impl PinInit<Self, Error> + '_ {
         try_pin_init!(Self {
+            sys_image_guid: Atomic::new(u64::from_ne_bytes(guid)),
             guid,
             ndev: ndev.hold(),
             active_mtu: Atomic::new(path_mtu(ndev.mtu()) as u32),
@@ -128,6 +138,7 @@ impl RxeDev {
             atomic_lock <- new_spinlock_irq!(()),
             bulk_wq: Workqueue::new(c_str!("rxe_rs_bulk"), false)?,
             wq: Workqueue::new(c_str!("rxe_rs"), true)?,
+            _tunnel: tunnel,
         })
     }
 
@@ -227,7 +238,7 @@ impl Driver for RxeRs {
 
     fn query_device(dev: &Device<Self>) -> Result<DeviceAttr> {
         Ok(DeviceAttr {
-            sys_image_guid: dev.guid,
+            sys_image_guid: dev.sys_image_guid.load(Relaxed).to_ne_bytes(),
             max_mr_size: param::MAX_MR_SIZE,
             page_size_cap: param::PAGE_SIZE_CAP,
             vendor_id: param::VENDOR_ID,
@@ -304,6 +315,15 @@ impl Driver for RxeRs {
         })
     }
 
+    fn modify_device(dev: &Device<Self>, m: &DeviceModify<'_>) -> Result {
+        // Both are taken as they come, as rxe does; the node description is stored by
+        // the layer.
+        if let Some(guid) = m.sys_image_guid {
+            dev.sys_image_guid.store(u64::from_ne_bytes(guid), Relaxed);
+        }
+        Ok(())
+    }
+
     fn port_immutable(_dev: &Device<Self>, port: u32) -> Result<PortImmutable> {
         if port != PORT {
             return Err(EINVAL);
@@ -326,6 +346,8 @@ impl Driver for RxeRs {
         LinkLayer::Ethernet
     }
 
+    const SYSFS_PARENT: bool = true;
+
     const PORT_STATS: &'static [StatDesc] = &crate::stats::NAMES;
 
     fn port_stats(dev: &Device<Self>, _port: u32, values: &mut [u64]) {
@@ -345,8 +367,8 @@ impl LinkDriver for RxeLink {
             pr_err!("rxe_rs: a device already exists on this netdev\n");
             return Err(EEXIST);
         }
-        // The namespace's RoCE v2 sockets, if this is its first device.
-        Tunnels::<Recv>::open(ndev)
+        // The namespace's RoCE v2 sockets, made if this is its first device.
+        let tunnel = Tunnels::<Recv>::open(ndev)
             .inspect_err(|e| pr_err!("rxe_rs: no UDP port 4791 for {}: {:?}\n", name, e))?;
         let guid = ndev.eui64();
         let info = DeviceInfo {
@@ -355,7 +377,7 @@ impl LinkDriver for RxeLink {
             node_guid: guid,
             num_comp_vectors: crate::ib::device::num_possible_cpus(),
         };
-        Device::<RxeRs>::register(&info, ndev, RxeDev::new(ndev, guid))
+        Device::<RxeRs>::register(&info, ndev, RxeDev::new(ndev, guid, tunnel))
             .inspect_err(|e| pr_err!("rxe_rs: cannot add {}: {:?}\n", name, e))
     }
 }
