@@ -1571,26 +1571,30 @@ t_netns_device() {
 	ip netns del tns
 	wait_for no_device || { echo "device left after its namespace went away:"; rdma link; return 1; }
 }
-# Port 4791 is open while a device of the namespace uses it: opened by the first
-# device, kept while one is left, closed when the last is deleted (rxe's kselftest
-# rxe_socket_with_netns asks the same), in the initial namespace and in another.
-udp_4791() { ${1:+ip netns exec "$1"} ss -Huln 'sport = :4791' | grep -c ':4791'; }
+# Port 4791 is open while a device of its namespace uses it: opened by the first
+# device, kept while one is left, closed when the last is deleted, and only in the
+# device's namespace (rxe's kselftest rxe_socket_with_netns asks the same). In new
+# namespaces, so that what earlier tests left in the initial one does not count (on rxe
+# the suite's earlier tests leave 4791 open there with no device left).
+udp_4791() { ip netns exec "$1" ss -Huln 'sport = :4791' | grep -c ':4791'; }
 t_udp_port_follows_devices() {
-	[ "$(udp_4791)" = 0 ] || { echo "port 4791 open with no device"; ss -Huln; return 1; }
-	with_dev || return 1
-	[ "$(udp_4791)" -ge 1 ] || { echo "port 4791 not open after the first device"; return 1; }
-	ip link add tveth0 type veth peer name tveth1 && ip link set tveth0 up || return 1
-	add tdev1 tveth0 || return 1
-	rdma link delete "$DEV" || return 1
-	[ "$(udp_4791)" -ge 1 ] || { echo "port 4791 closed while tdev1 is left"; return 1; }
-	rdma link delete tdev1 || return 1
-	[ "$(udp_4791)" = 0 ] || { echo "port 4791 still open after the last device"; return 1; }
-	ip netns add tns && ip link set tveth1 netns tns && ip -n tns link set tveth1 up || return 1
-	ip netns exec tns rdma link add tdevn type "$DRIVER" netdev tveth1 || return 1
-	[ "$(udp_4791 tns)" -ge 1 ] && [ "$(udp_4791)" = 0 ] ||
+	ip netns add tns && ip netns add tpeer || return 1
+	ip -n tns link add tveth0 type veth peer name tveth1 || return 1
+	ip -n tns link set tveth0 up && ip -n tns link set tveth1 up || return 1
+	[ "$(udp_4791 tns)" = 0 ] || { echo "port 4791 open in a new namespace"; return 1; }
+	ip netns exec tns rdma link add tdev0 type "$DRIVER" netdev tveth0 || return 1
+	[ "$(udp_4791 tns)" -ge 1 ] || { echo "port 4791 not open after the first device"; return 1; }
+	ip netns exec tns rdma link add tdev1 type "$DRIVER" netdev tveth1 || return 1
+	ip netns exec tns rdma link delete tdev0 || return 1
+	[ "$(udp_4791 tns)" -ge 1 ] || { echo "port 4791 closed while tdev1 is left"; return 1; }
+	ip netns exec tns rdma link delete tdev1 || return 1
+	[ "$(udp_4791 tns)" = 0 ] || { echo "port 4791 still open after the last device"; return 1; }
+	ip -n tns link set tveth1 netns tpeer && ip -n tpeer link set tveth1 up || return 1
+	ip netns exec tpeer rdma link add tdevn type "$DRIVER" netdev tveth1 || return 1
+	[ "$(udp_4791 tpeer)" -ge 1 ] && [ "$(udp_4791 tns)" = 0 ] ||
 		{ echo "port 4791 not (only) in the namespace of its device"; return 1; }
-	ip netns exec tns rdma link delete tdevn || return 1
-	[ "$(udp_4791 tns)" = 0 ] || { echo "port 4791 still open in the namespace"; return 1; }
+	ip netns exec tpeer rdma link delete tdevn || return 1
+	[ "$(udp_4791 tpeer)" = 0 ] || { echo "port 4791 still open in the namespace"; return 1; }
 }
 t_link_delete() {
 	with_dev || return 1
