@@ -23,6 +23,7 @@ use super::{
     object::{device_of, Absent, Kind, Object},
     pd::PdId,
     ucontext::UserCall,
+    verbs::AccessFlags,
     wr::Sge,
 };
 use core::ptr::NonNull;
@@ -63,13 +64,13 @@ impl Umem {
         dev: &Device<T>,
         addr: u64,
         len: u64,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<Self> {
         let addr = usize::try_from(addr).map_err(|_| EINVAL)?;
         let len = usize::try_from(len).map_err(|_| EINVAL)?;
         // SAFETY: The device is live; this runs in the calling process's context.
         let raw = from_err_ptr(unsafe {
-            bindings::rxe_rs_umem_get(dev.as_raw(), addr, len, access as i32)
+            bindings::rxe_rs_umem_get(dev.as_raw(), addr, len, access.bits() as i32)
         })?;
         let ptr = NonNull::new(raw).ok_or(EINVAL)?;
         // From here on, dropping `umem` releases the pin.
@@ -332,7 +333,7 @@ pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
         _start: u64,
         _len: u64,
         _iova: u64,
-        _access: u32,
+        _access: AccessFlags,
         _user: &UserCall<'_, T>,
     ) -> Result<MrCreated<Self>> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
@@ -355,7 +356,7 @@ pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
     fn get_dma_mr(
         _dev: &Device<T>,
         _pd: PdId,
-        _access: u32,
+        _access: AccessFlags,
         _mem: KernelMemory,
     ) -> Result<MrCreated<Self>> {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
@@ -516,7 +517,8 @@ unsafe extern "C" fn reg_user_mr<T: Driver>(
         let dev = unsafe { device_of::<T, _>(pd) };
         // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
         let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
-        let made = T::Mr::reg_user_mr(dev, PdId::of(pd), start, len, iova, access as u32, &user)?;
+        let access = AccessFlags::from_raw(access as u32).ok_or(EINVAL)?;
+        let made = T::Mr::reg_user_mr(dev, PdId::of(pd), start, len, iova, access, &user)?;
         Mr::<T>::into_raw(made, iova, len)
     })();
     res.unwrap_or_else(|e| e.to_ptr())
@@ -609,7 +611,9 @@ unsafe extern "C" fn get_dma_mr<T: Driver>(
     // SAFETY: ib_core calls this with a live PD of our device.
     let dev = unsafe { device_of::<T, _>(pd) };
     // Only kernel consumers have a DMA MR: ib_core makes one for a kernel PD.
-    T::Mr::get_dma_mr(dev, PdId::of(pd), access as u32, KernelMemory::new())
+    AccessFlags::from_raw(access as u32)
+        .ok_or(EINVAL)
+        .and_then(|access| T::Mr::get_dma_mr(dev, PdId::of(pd), access, KernelMemory::new()))
         .and_then(|made| Mr::<T>::into_raw(made, 0, u64::MAX))
         .unwrap_or_else(|e| e.to_ptr())
 }

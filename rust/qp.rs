@@ -26,6 +26,7 @@ use super::{
     pd::PdId,
     srq::Srq,
     ucontext::UserCall,
+    verbs::AccessFlags,
     wr::{RecvWr, SendWr, WcQp},
 };
 use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
@@ -316,7 +317,7 @@ pub(crate) struct QpAttr {
     pub(crate) state: Option<QpState>,
     pub(crate) cur_state: Option<QpState>,
     pub(crate) en_sqd_async_notify: Option<bool>,
-    pub(crate) access_flags: Option<u32>,
+    pub(crate) access_flags: Option<AccessFlags>,
     pub(crate) pkey_index: Option<u16>,
     pub(crate) port_num: Option<u32>,
     pub(crate) qkey: Option<u32>,
@@ -363,7 +364,8 @@ impl QpAttr {
             en_sqd_async_notify: pick(ib_qp_attr_mask_IB_QP_EN_SQD_ASYNC_NOTIFY)
                 .then_some(a.en_sqd_async_notify != 0),
             access_flags: pick(ib_qp_attr_mask_IB_QP_ACCESS_FLAGS)
-                .then_some(a.qp_access_flags as u32),
+                .then(|| AccessFlags::from_raw(a.qp_access_flags as u32).ok_or(EINVAL))
+                .transpose()?,
             pkey_index: pick(ib_qp_attr_mask_IB_QP_PKEY_INDEX).then_some(a.pkey_index),
             port_num: pick(ib_qp_attr_mask_IB_QP_PORT).then_some(a.port_num),
             qkey: pick(ib_qp_attr_mask_IB_QP_QKEY).then_some(a.qkey),
@@ -409,7 +411,7 @@ pub(crate) struct QpAttrs {
     pub(crate) rq_psn: u32,
     pub(crate) sq_psn: u32,
     pub(crate) dest_qp_num: u32,
-    pub(crate) access_flags: u32,
+    pub(crate) access_flags: AccessFlags,
     pub(crate) av: AddressVector,
     pub(crate) alt_av: AddressVector,
     pub(crate) pkey_index: u16,
@@ -465,7 +467,7 @@ impl QpAttrs {
         a.rq_psn = self.rq_psn;
         a.sq_psn = self.sq_psn;
         a.dest_qp_num = self.dest_qp_num;
-        a.qp_access_flags = self.access_flags as i32;
+        a.qp_access_flags = self.access_flags.bits() as i32;
         self.av.write_to(&mut a.ah_attr);
         self.alt_av.write_to(&mut a.alt_ah_attr);
         a.pkey_index = self.pkey_index;

@@ -219,35 +219,134 @@ impl SendFlags {
     }
 }
 
-/// Access rights of a memory region, a memory window or a QP (`enum ib_access_flags`,
-/// which the kernel defines as the uapi's `enum ib_uverbs_access_flags`: a process
-/// passes the same values).
-pub(crate) mod access {
-    use super::bindings;
+kernel::impl_flags!(
+    /// Access rights of a memory region, a memory window or a QP (`enum ib_access_flags`,
+    /// which the kernel defines as the uapi's `enum ib_uverbs_access_flags`: a process
+    /// passes the same values).
+    ///
+    /// A value has only bits the kernel defines: it is made by [`AccessFlags::from_raw`],
+    /// which refuses the others, or from [`Access`] values, so that what `!` and `&`
+    /// compute of it (the macro's `!` keeps the defined bits only) is exact.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) struct AccessFlags(u32);
 
-    /// The device may write the memory for local operations (receives, READ and atomic
-    /// results).
-    pub(crate) const LOCAL_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE;
-    /// A peer may write it (RDMA WRITE).
-    pub(crate) const REMOTE_WRITE: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE;
-    /// A peer may read it (RDMA READ).
-    pub(crate) const REMOTE_READ: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ;
-    /// A peer may run atomic operations on it.
-    pub(crate) const REMOTE_ATOMIC: u32 = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC;
-    /// Memory windows may be bound to the region.
-    pub(crate) const MW_BIND: u32 = bindings::ib_access_flags_IB_ACCESS_MW_BIND;
-    /// A window addressed from 0.
-    pub(crate) const ZERO_BASED: u32 = bindings::ib_access_flags_IB_ZERO_BASED;
-    /// On-demand paging (user MRs only).
-    pub(crate) const ON_DEMAND: u32 = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND;
-    /// The region is in huge pages (a hint for on-demand MRs).
-    pub(crate) const HUGETLB: u32 = bindings::ib_access_flags_IB_ACCESS_HUGETLB;
-    /// A peer may FLUSH the memory to global visibility ...
-    pub(crate) const FLUSH_GLOBAL: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL;
-    /// ... or to persistence.
-    pub(crate) const FLUSH_PERSISTENT: u32 = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT;
-    /// Hints (relaxed ordering and the like) a device may ignore.
-    pub(crate) const OPTIONAL: u32 = bindings::ib_access_flags_IB_ACCESS_OPTIONAL;
+    /// One access right.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Access {
+        /// The device may write the memory for local operations (receives, READ and
+        /// atomic results).
+        LocalWrite = bindings::ib_access_flags_IB_ACCESS_LOCAL_WRITE,
+        /// A peer may write it (RDMA WRITE, ATOMIC WRITE).
+        RemoteWrite = bindings::ib_access_flags_IB_ACCESS_REMOTE_WRITE,
+        /// A peer may read it (RDMA READ).
+        RemoteRead = bindings::ib_access_flags_IB_ACCESS_REMOTE_READ,
+        /// A peer may run atomic operations on it.
+        RemoteAtomic = bindings::ib_access_flags_IB_ACCESS_REMOTE_ATOMIC,
+        /// Memory windows may be bound to the region.
+        MwBind = bindings::ib_access_flags_IB_ACCESS_MW_BIND,
+        /// A window addressed from 0.
+        ZeroBased = bindings::ib_access_flags_IB_ZERO_BASED,
+        /// On-demand paging (user MRs only).
+        OnDemand = bindings::ib_access_flags_IB_ACCESS_ON_DEMAND,
+        /// The region is in huge pages (a hint for on-demand MRs).
+        HugeTlb = bindings::ib_access_flags_IB_ACCESS_HUGETLB,
+        /// A peer may FLUSH the memory to global visibility ...
+        FlushGlobal = bindings::ib_access_flags_IB_ACCESS_FLUSH_GLOBAL,
+        /// ... or to persistence.
+        FlushPersistent = bindings::ib_access_flags_IB_ACCESS_FLUSH_PERSISTENT,
+        /// The range of hints (relaxed ordering and the like) a device may ignore: kept
+        /// as given, never acted on. Several bits: for masks, not for `contains`.
+        Optional = bindings::ib_access_flags_IB_ACCESS_OPTIONAL,
+    }
+);
+
+// Every right the kernel defines has its variant: a kernel that adds one fails here.
+const _: () = assert!(AccessFlags::all_bits() == bindings::ib_access_flags_IB_ACCESS_SUPPORTED);
+
+impl AccessFlags {
+    /// The rights of `raw` as ib_core or a process passes them; `None` if it has a bit
+    /// the kernel does not define.
+    pub(crate) fn from_raw(raw: u32) -> Option<Self> {
+        (raw & !Self::all_bits() == 0).then_some(Self(raw))
+    }
+
+    /// The rights of `rights` (for constants).
+    pub(crate) const fn of(rights: &[Access]) -> Self {
+        let mut bits = 0;
+        let mut i = 0;
+        while i < rights.len() {
+            bits |= rights[i] as u32;
+            i += 1;
+        }
+        Self(bits)
+    }
+
+    /// Whether every right set is one of `allowed`.
+    pub(crate) fn within(self, allowed: Self) -> bool {
+        self.0 & !allowed.0 == 0
+    }
+
+    /// The value as the kernel and user space pass it.
+    pub(crate) fn bits(self) -> u32 {
+        self.0
+    }
+}
+
+kernel::impl_flags!(
+    /// What a FLUSH makes of the data it names: globally visible, persistent, or both
+    /// (`enum ib_placement_type`, which has the bits of the FETH's placement type, IBA
+    /// A19.4.1.1).
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub(crate) struct FlushPlacement(u32);
+
+    /// One placement type.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    pub(crate) enum Placement {
+        /// Visible to every reader.
+        Global = bindings::ib_placement_type_IB_FLUSH_GLOBAL,
+        /// Persistent.
+        Persistent = bindings::ib_placement_type_IB_FLUSH_PERSISTENT,
+    }
+);
+
+impl FlushPlacement {
+    /// The placement of `raw` (a FETH's or a work request's); `None` for none at all or
+    /// an unknown bit: no FLUSH.
+    pub(crate) fn from_raw(raw: u32) -> Option<Self> {
+        (raw != 0 && raw & !Self::all_bits() == 0).then_some(Self(raw))
+    }
+
+    /// The access rights a FLUSH of this placement needs of the memory it names.
+    pub(crate) fn needs(self) -> AccessFlags {
+        let mut need = AccessFlags::empty();
+        if self.contains(Placement::Global) {
+            need |= Access::FlushGlobal;
+        }
+        if self.contains(Placement::Persistent) {
+            need |= Access::FlushPersistent;
+        }
+        need
+    }
+}
+
+/// How much a FLUSH covers (`enum ib_selectivity_level`, the FETH's selectivity level,
+/// IBA A19.4.1.2).
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum FlushLevel {
+    /// The range the RETH names.
+    Range = bindings::ib_selectivity_level_IB_FLUSH_RANGE,
+    /// The whole memory region the rkey opens.
+    Mr = bindings::ib_selectivity_level_IB_FLUSH_MR,
+}
+
+impl FlushLevel {
+    /// The level of `raw`; `None` for one that does not exist.
+    pub(crate) fn from_raw(raw: u32) -> Option<Self> {
+        [Self::Range, Self::Mr]
+            .into_iter()
+            .find(|l| *l as u32 == raw)
+    }
 }
 
 /// The Q_Key of QP1, the GSI QP (`IB_QP1_QKEY`).

@@ -28,6 +28,7 @@ use crate::ib::{
     device::{Device, Driver},
     sync::{new_spinlock_irq, SpinLockIrq},
     task::Workqueue,
+    verbs::AccessFlags,
 };
 use core::ptr::{null_mut, NonNull};
 use kernel::ffi::{c_int, c_ulong, c_void};
@@ -156,7 +157,7 @@ impl OdpUmem {
         dev: &Device<T>,
         addr: u64,
         len: u64,
-        access: u32,
+        access: AccessFlags,
     ) -> Result<Self> {
         let uaddr = usize::try_from(addr).map_err(|_| EINVAL)?;
         let ulen = usize::try_from(len).map_err(|_| EINVAL)?;
@@ -173,7 +174,7 @@ impl OdpUmem {
         let ibdev = NonNull::new(dev.as_raw()).ok_or(EINVAL)?;
         // SAFETY: The device is live; this runs in the calling process's context.
         let raw = from_err_ptr(unsafe {
-            bindings::ib_umem_odp_get(dev.as_raw(), uaddr, ulen, access as c_int, &ODP_OPS)
+            bindings::ib_umem_odp_get(dev.as_raw(), uaddr, ulen, access.bits() as c_int, &ODP_OPS)
         })?;
         let ptr = NonNull::new(raw).ok_or(EINVAL)?;
         // SAFETY: A live umem.

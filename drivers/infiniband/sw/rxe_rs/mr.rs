@@ -33,10 +33,7 @@ use crate::ib::{
     pd::PdId,
     sync::SpinLockIrq,
     ucontext::UserCall,
-    verbs::{
-        access::{self, FLUSH_PERSISTENT, HUGETLB, ON_DEMAND, ZERO_BASED},
-        WcStatus,
-    },
+    verbs::{Access, AccessFlags, WcStatus},
 };
 use crate::param;
 use crate::sw::odp::{OdpError, OdpUmem};
@@ -56,19 +53,31 @@ const MR_INDEX_LIMIT: u32 = (1 << 19) + 1;
 const MW_INDEX_LIMIT: u32 = (1 << 20) + 1;
 
 /// Access flags a user MR may ask for.
-const MR_ACCESS: u32 = access::LOCAL_WRITE
-    | access::REMOTE_WRITE
-    | access::REMOTE_READ
-    | access::REMOTE_ATOMIC
-    | access::MW_BIND
-    | access::FLUSH_GLOBAL
-    | access::FLUSH_PERSISTENT
-    | ON_DEMAND
-    | access::OPTIONAL;
+const MR_ACCESS: AccessFlags = AccessFlags::of(&[
+    Access::LocalWrite,
+    Access::RemoteWrite,
+    Access::RemoteRead,
+    Access::RemoteAtomic,
+    Access::MwBind,
+    Access::FlushGlobal,
+    Access::FlushPersistent,
+    Access::OnDemand,
+    Access::Optional,
+]);
 
 /// Access flags a bind may name (what counts for a window is its remote rights; a
 /// zero-based window, not offered as by rxe, is refused when bound).
-const MW_ACCESS: u32 = (MR_ACCESS & !ON_DEMAND) | ZERO_BASED;
+const MW_ACCESS: AccessFlags = AccessFlags::of(&[
+    Access::LocalWrite,
+    Access::RemoteWrite,
+    Access::RemoteRead,
+    Access::RemoteAtomic,
+    Access::MwBind,
+    Access::FlushGlobal,
+    Access::FlushPersistent,
+    Access::ZeroBased,
+    Access::Optional,
+]);
 
 /// The memory behind a key.
 enum Memory {
@@ -94,7 +103,7 @@ struct Binding {
     /// Whether the key may be used at all (an MR registered, a window bound or of
     /// type 1).
     valid: bool,
-    access: u32,
+    access: AccessFlags,
     /// The first address the key opens, and how many bytes.
     iova: u64,
     length: u64,
@@ -241,15 +250,14 @@ pub(crate) fn resolve(
 
 /// Access rights an operation needs.
 pub(crate) mod need {
-    use crate::ib::verbs::access;
+    use crate::ib::verbs::{Access, AccessFlags};
 
     /// Reading local memory: every MR allows it.
-    pub(crate) const LOCAL_READ: u32 = 0;
-    pub(crate) const LOCAL_WRITE: u32 = access::LOCAL_WRITE;
-    pub(crate) const REMOTE_WRITE: u32 = access::REMOTE_WRITE;
-    pub(crate) const REMOTE_READ: u32 = access::REMOTE_READ;
-    pub(crate) const REMOTE_ATOMIC: u32 = access::REMOTE_ATOMIC;
-    pub(crate) const MW_BIND: u32 = access::MW_BIND;
+    pub(crate) const LOCAL_READ: AccessFlags = AccessFlags::empty();
+    pub(crate) const LOCAL_WRITE: AccessFlags = AccessFlags::of(&[Access::LocalWrite]);
+    pub(crate) const REMOTE_WRITE: AccessFlags = AccessFlags::of(&[Access::RemoteWrite]);
+    pub(crate) const REMOTE_READ: AccessFlags = AccessFlags::of(&[Access::RemoteRead]);
+    pub(crate) const REMOTE_ATOMIC: AccessFlags = AccessFlags::of(&[Access::RemoteAtomic]);
 }
 
 /// Memory a key opens, as it was when the key was looked up: the MR that holds the
@@ -349,14 +357,19 @@ fn odp_error(e: OdpError) -> AccessError {
 
 impl KeyEntry {
     /// The region an MR's key opens to a QP of `pd` needing `need`.
-    fn mr_region(self: Arc<Self>, key: u32, pd: PdId, need: u32) -> Result<Region, AccessError> {
+    fn mr_region(
+        self: Arc<Self>,
+        key: u32,
+        pd: PdId,
+        need: AccessFlags,
+    ) -> Result<Region, AccessError> {
         let (base, length) = {
             let b = self.state.lock();
             if self.key.load(Relaxed) != key
                 || self.pd != pd
                 || !b.valid
                 || b.dying
-                || b.access & need != need
+                || !b.access.contains_all(need)
             {
                 return Err(AccessError::Key);
             }
@@ -382,7 +395,7 @@ pub(crate) fn local(
     dev: &Device<RxeRs>,
     lkey: u32,
     pd: PdId,
-    need: u32,
+    need: AccessFlags,
 ) -> Result<Region, AccessError> {
     let e = dev.mr_table.get(lkey >> 8).ok_or(AccessError::Key)?;
     e.mr_region(lkey, pd, need)
@@ -395,7 +408,7 @@ pub(crate) fn remote(
     rkey: u32,
     pd: PdId,
     qpn: u32,
-    need: u32,
+    need: AccessFlags,
 ) -> Result<Region, AccessError> {
     if rkey >> 8 < MR_INDEX_LIMIT {
         return local(dev, rkey, pd, need);
@@ -408,7 +421,7 @@ pub(crate) fn remote(
             || w.pd != pd
             || !b.valid
             || (type2 && b.qpn != qpn)
-            || b.access & need != need
+            || !b.access.contains_all(need)
         {
             return Err(AccessError::Key);
         }
@@ -435,13 +448,14 @@ pub(crate) struct OpError;
 
 /// REG_MR: the fast-registration MR `mr_key` names (by its index: consumers update the
 /// key byte in their `struct ib_mr` before they post) registers the pages its consumer
-/// mapped, with the key `key` (of the same index) and `access`, for a QP of PD `pd`.
-/// The MR must be free (not registered) and of that PD.
+/// mapped, with the key `key` (of the same index) and the access rights `raw_access`
+/// (as the work request has them), for a QP of PD `pd`. The MR must be free (not
+/// registered) and of that PD.
 pub(crate) fn register(
     dev: &Device<RxeRs>,
     mr_key: u32,
     key: u32,
-    access: u32,
+    raw_access: u32,
     pd: PdId,
 ) -> Result<(), OpError> {
     if key >> 8 != mr_key >> 8 {
@@ -451,7 +465,10 @@ pub(crate) fn register(
     let Memory::Fast(pages) = &e.memory else {
         return Err(OpError);
     };
-    if e.pd != pd || access & !MR_ACCESS != 0 || access & ON_DEMAND != 0 {
+    let access = AccessFlags::from_raw(raw_access)
+        .filter(|a| a.within(MR_ACCESS) && !a.contains(Access::OnDemand))
+        .ok_or(OpError)?;
+    if e.pd != pd {
         return Err(OpError);
     }
     let (iova, length) = pages.range();
@@ -538,9 +555,9 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     } else {
         None
     };
-    if b.access & !MW_ACCESS != 0 || b.access & ZERO_BASED != 0 {
-        return Err(OpError);
-    }
+    let access = AccessFlags::from_raw(b.access)
+        .filter(|a| a.within(MW_ACCESS) && !a.contains(Access::ZeroBased))
+        .ok_or(OpError)?;
     // Window, MR and the QP binding are of one PD, whatever the window's type: the
     // keys are the process's to write, and name any object of the device.
     if w.pd != pd {
@@ -556,11 +573,11 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     }
     if let Some(mr) = &mr {
         let mut m = mr.state.lock();
-        let writes = b.access & (need::REMOTE_WRITE | need::REMOTE_ATOMIC) != 0;
+        let writes = access.contains_any(Access::RemoteWrite | Access::RemoteAtomic);
         if !m.valid
             || m.dying
-            || m.access & need::MW_BIND == 0
-            || (writes && m.access & need::LOCAL_WRITE == 0)
+            || !m.access.contains(Access::MwBind)
+            || (writes && !m.access.contains(Access::LocalWrite))
             || !within(m.iova, m.length, b.addr, b.length)
         {
             return Err(OpError);
@@ -577,7 +594,7 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     w.key.store(rkey, Relaxed);
     *st = Binding {
         valid: true,
-        access: b.access,
+        access,
         iova: b.addr,
         length: b.length,
         mr,
@@ -688,10 +705,10 @@ impl RxeMr {
         dev: &Device<RxeRs>,
         pd: PdId,
         (start, len, iova): (u64, u64, u64),
-        access: u32,
+        access: AccessFlags,
         _user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
-        if access & !(MR_ACCESS | HUGETLB) != 0 {
+        if !access.within(MR_ACCESS | Access::HugeTlb) {
             return Err(eopnotsupp());
         }
         // The MR's addresses may end exactly at 2^64, not past it: its last byte must
@@ -704,13 +721,13 @@ impl RxeMr {
         }
         // Persistence needs persistent memory, which a process's pages are not (rxe
         // refuses the same way).
-        if access & FLUSH_PERSISTENT != 0 {
+        if access.contains(Access::FlushPersistent) {
             return Err(EINVAL);
         }
-        if access & ON_DEMAND != 0 {
+        if access.contains(Access::OnDemand) {
             // An implicit MR (all of the address space) is not offered; a huge-page
             // region would be mapped in huge pages, which the copies do not walk.
-            if (start == 0 && len == u64::MAX) || access & HUGETLB != 0 {
+            if (start == 0 && len == u64::MAX) || access.contains(Access::HugeTlb) {
                 return Err(eopnotsupp());
             }
             let charge = Quota::charge(&dev.mrs)?;
@@ -740,7 +757,7 @@ impl RxeMr {
     pub(crate) fn dma(
         dev: &Device<RxeRs>,
         pd: PdId,
-        access: u32,
+        access: AccessFlags,
         mem: KernelMemory,
     ) -> Result<MrCreated<Self>> {
         let charge = Quota::charge(&dev.mrs)?;
@@ -812,7 +829,7 @@ impl RxeMr {
                 // Pinned memory is always mapped.
                 continue;
             };
-            if write && region.mr.state.lock().access & need::LOCAL_WRITE == 0 {
+            if write && !region.mr.state.lock().access.contains(Access::LocalWrite) {
                 return Err(EPERM);
             }
             let at = region
@@ -843,7 +860,7 @@ impl RxeMr {
 }
 
 /// What the key of a user or DMA MR opens, for good.
-fn fixed(access: u32, iova: u64, length: u64) -> Binding {
+fn fixed(access: AccessFlags, iova: u64, length: u64) -> Binding {
     Binding {
         valid: true,
         access,
@@ -896,7 +913,7 @@ impl MrOps<RxeRs> for RxeMr {
         start: u64,
         len: u64,
         iova: u64,
-        access: u32,
+        access: AccessFlags,
         user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
         Self::reg_user(dev, pd, (start, len, iova), access, user)
@@ -915,7 +932,7 @@ impl MrOps<RxeRs> for RxeMr {
     fn get_dma_mr(
         dev: &Device<RxeRs>,
         pd: PdId,
-        access: u32,
+        access: AccessFlags,
         mem: KernelMemory,
     ) -> Result<MrCreated<Self>> {
         Self::dma(dev, pd, access, mem)

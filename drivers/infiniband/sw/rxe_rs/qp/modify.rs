@@ -8,7 +8,7 @@ use crate::ah::check_av;
 use crate::ib::{
     device::eopnotsupp,
     qp::{transition_ok, Qp, QpAttr, QpAttrs, QpEvent, QpState, QpType},
-    verbs::{access, QPN_MASK},
+    verbs::{Access, AccessFlags, QPN_MASK},
 };
 use crate::param;
 use crate::roce::psn::PSN_MASK;
@@ -16,15 +16,17 @@ use crate::RxeRs;
 use kernel::prelude::*;
 
 /// Access flags a QP may grant to remote peers and itself.
-const SUPPORTED_ACCESS: u32 = access::LOCAL_WRITE
-    | access::REMOTE_WRITE
-    | access::REMOTE_READ
-    | access::REMOTE_ATOMIC
-    | access::MW_BIND
-    | access::ON_DEMAND
-    | access::FLUSH_GLOBAL
-    | access::FLUSH_PERSISTENT
-    | access::OPTIONAL;
+const SUPPORTED_ACCESS: AccessFlags = AccessFlags::of(&[
+    Access::LocalWrite,
+    Access::RemoteWrite,
+    Access::RemoteRead,
+    Access::RemoteAtomic,
+    Access::MwBind,
+    Access::OnDemand,
+    Access::FlushGlobal,
+    Access::FlushPersistent,
+    Access::Optional,
+]);
 
 /// Rounds a count of outstanding RDMA READs and atomics up to a power of two, as rxe.
 fn round_rd_atomic(n: u8) -> u8 {
@@ -124,7 +126,7 @@ fn check_attr(qp_type: QpType, a: &QpAttr) -> Result {
         return Err(EINVAL);
     }
     if let Some(f) = a.access_flags {
-        if !matches!(qp_type, QpType::Rc | QpType::Uc) || f & !SUPPORTED_ACCESS != 0 {
+        if !matches!(qp_type, QpType::Rc | QpType::Uc) || !f.within(SUPPORTED_ACCESS) {
             return Err(EINVAL);
         }
     }
@@ -282,10 +284,16 @@ mod tests {
             access_flags: Some(f),
             ..Default::default()
         };
-        assert!(check_attr(QpType::Uc, &rights(access::REMOTE_WRITE)).is_ok());
-        assert!(refused(QpType::Ud, rights(0)));
-        assert!(refused(QpType::Gsi, rights(access::REMOTE_WRITE)));
-        assert!(refused(QpType::Rc, rights(SUPPORTED_ACCESS | 1 << 30)));
+        assert!(check_attr(QpType::Uc, &rights(Access::RemoteWrite.into())).is_ok());
+        assert!(refused(QpType::Ud, rights(AccessFlags::empty())));
+        assert!(refused(QpType::Gsi, rights(Access::RemoteWrite.into())));
+        assert!(refused(
+            QpType::Rc,
+            rights(SUPPORTED_ACCESS | Access::ZeroBased)
+        ));
+        // A bit the kernel does not define is refused before the driver sees it.
+        assert!(AccessFlags::from_raw(SUPPORTED_ACCESS.bits() | 1 << 30).is_none());
+        assert!(AccessFlags::from_raw(SUPPORTED_ACCESS.bits()) == Some(SUPPORTED_ACCESS));
     }
 
     #[test]

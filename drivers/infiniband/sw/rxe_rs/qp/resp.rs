@@ -29,7 +29,7 @@ use super::odp::OdpWait;
 use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
-use crate::ib::verbs::{access, WcFlag, WcOpcode, WcStatus};
+use crate::ib::verbs::{AccessFlags, FlushLevel, FlushPlacement, WcFlag, WcOpcode, WcStatus};
 use crate::ib::{
     device::Device,
     qp::{QpEvent, QpState, QpType},
@@ -1125,7 +1125,7 @@ fn rc(
 
 /// The access rights a request packet needs of the QP and of the key
 /// it names (SENDs need none).
-fn needs(pkt: &Packet<'_>) -> u32 {
+fn needs(pkt: &Packet<'_>) -> AccessFlags {
     let f = pkt.info.flags;
     if f & flag::READ != 0 {
         need::REMOTE_READ
@@ -1134,27 +1134,29 @@ fn needs(pkt: &Packet<'_>) -> u32 {
     } else if f & flag::ATOMIC != 0 {
         need::REMOTE_ATOMIC
     } else if f & flag::FLUSH != 0 {
-        // The FETH's placement type: bit 0 global visibility, bit 1 persistence.
-        let placement = pkt.feth().map_or(0, |h| u32::from(h.placement));
-        (if placement & 1 != 0 {
-            access::FLUSH_GLOBAL
-        } else {
-            0
-        }) | (if placement & 2 != 0 {
-            access::FLUSH_PERSISTENT
-        } else {
-            0
-        })
+        // What a malformed FETH would need does not matter: it is refused before any
+        // key is looked up (see `flush_of`).
+        flush_of(pkt).map_or(AccessFlags::empty(), |(placement, _)| placement.needs())
     } else {
-        0
+        AccessFlags::empty()
     }
+}
+
+/// The placement type and selectivity level of a FLUSH request, `None` for a FETH
+/// that names no placement, an unknown one or an unknown level.
+fn flush_of(pkt: &Packet<'_>) -> Option<(FlushPlacement, FlushLevel)> {
+    let h = pkt.feth()?;
+    Some((
+        FlushPlacement::from_raw(u32::from(h.placement))?,
+        FlushLevel::from_raw(u32::from(h.selectivity))?,
+    ))
 }
 
 /// Whether the QP's access flags let its peer carry out the operation of a request
 /// packet.
 fn op_allowed(inner: &QpInner, pkt: &Packet<'_>) -> bool {
     let need = needs(pkt);
-    inner.attrs.access_flags & need == need
+    inner.attrs.access_flags.contains_all(need)
 }
 
 /// A request that takes a responder resource (an RDMA READ, an atomic, an ATOMIC WRITE
@@ -1314,10 +1316,8 @@ fn flush_or_atomic_write(
     // A FLUSH names what it makes visible (global, persistent, or both) and how much
     // (a range or the whole MR): anything else is no FLUSH, and would otherwise need no
     // access right to tell whether a key opens a range.
-    let flush_ok = pkt
-        .feth()
-        .is_none_or(|h| (1..=3).contains(&h.placement) && h.selectivity <= 1);
-    if reth.len > MAX_DMA_LEN || !flush_ok {
+    let flush = flush_of(pkt);
+    if reth.len > MAX_DMA_LEN || (pkt.feth().is_some() && flush.is_none()) {
         return Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid));
     }
     let qpn = shared.qp_num();
@@ -1347,8 +1347,8 @@ fn flush_or_atomic_write(
         }
         done.is_ok()
     } else {
-        // Selectivity 1 flushes the whole MR: the range does not matter.
-        let whole = pkt.feth().is_some_and(|h| h.selectivity == 1);
+        // A FLUSH of the whole MR: the range does not matter.
+        let whole = flush.is_some_and(|(_, level)| level == FlushLevel::Mr);
         let ok = region.is_ok_and(|r| whole || r.covers(reth.va, reth.len as usize));
         core::sync::atomic::fence(core::sync::atomic::Ordering::SeqCst);
         ok
