@@ -23,7 +23,15 @@ use crate::ib::{
     sync::{new_spinlock_irq, SpinLockIrq},
 };
 use core::ptr::NonNull;
-use kernel::{error::from_err_ptr, prelude::*, sync::rcu, types::Opaque};
+use kernel::{
+    error::from_err_ptr,
+    prelude::*,
+    sync::{
+        aref::{ARef, AlwaysRefCounted},
+        rcu,
+    },
+    types::Opaque,
+};
 
 /// An owned socket buffer.
 ///
@@ -74,8 +82,7 @@ impl OutSkb {
         let route = routes.route(ndev, saddr, daddr)?;
         let raw = self.skb.ptr.as_ptr();
         core::mem::forget(self.skb);
-        let (dst, ipv6) = (route.ptr.as_ptr(), route.ipv6);
-        core::mem::forget(route);
+        let (dst, ipv6) = (ARef::into_raw(route.dst).cast().as_ptr(), route.ipv6);
         // SAFETY: The buffer and the route are ours, and their references are handed
         // over (the helper consumes both in every case); the buffer's netdev is
         // `ndev`, which the route leaves through.
@@ -239,21 +246,45 @@ impl PinnedDrop for SkbList {
     }
 }
 
-/// A route out of a netdev (`struct dst_entry`), one reference of which this value
-/// holds.
+/// A route out of a netdev (`struct dst_entry`), reference-counted by the kernel.
 ///
 /// # Invariants
 ///
-/// `ptr` is a valid route whose reference this value owns, released when dropped;
-/// `cookie` is what its validity is checked against; `ipv6` says its family.
+/// A `&Dst` is a valid route on which a reference is held for the borrow's life.
+#[repr(transparent)]
+struct Dst(Opaque<bindings::dst_entry>);
+
+// SAFETY: A route may be used and its references taken and released from any thread;
+// what is read of it here (`dst_check()`) tolerates concurrent use.
+unsafe impl Send for Dst {}
+// SAFETY: As for `Send`.
+unsafe impl Sync for Dst {}
+
+// SAFETY: `dst_hold()` and `dst_release()` count the references to a route, which is not
+// freed while one is held, and may be called from any thread and from softirq;
+// `dst_hold()` always succeeds on a route a reference is held on, which a `&Dst`
+// guarantees (type invariant).
+unsafe impl AlwaysRefCounted for Dst {
+    fn inc_ref(&self) {
+        // SAFETY: The route is valid (type invariant).
+        unsafe { bindings::rxe_rs_dst_hold(self.0.get()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller hands over one reference it holds; `Dst` is
+        // `repr(transparent)` over the C struct. Releasing it does not sleep.
+        unsafe { bindings::dst_release(obj.cast().as_ptr()) };
+    }
+}
+
+/// A route with what its use needs: the cookie its validity is checked against and its
+/// family.
+#[derive(Clone)]
 struct Route {
-    ptr: NonNull<bindings::dst_entry>,
+    dst: ARef<Dst>,
     cookie: u32,
     ipv6: bool,
 }
-
-// SAFETY: A route reference may be used and released from any thread.
-unsafe impl Send for Route {}
 
 impl Route {
     /// Looks up the route from `saddr` to `daddr` (both 4 bytes for IPv4, 16 for IPv6)
@@ -276,37 +307,19 @@ impl Route {
                 &mut cookie,
             )
         })?;
-        // INVARIANT: The lookup returned a route with a reference for us.
+        let dst = NonNull::new(dst).ok_or(EINVAL)?.cast::<Dst>();
         Ok(Self {
-            ptr: NonNull::new(dst).ok_or(EINVAL)?,
+            // SAFETY: The lookup returned a valid route with a reference for us.
+            dst: unsafe { ARef::from_raw(dst) },
             cookie,
             ipv6,
         })
     }
 
-    /// Another reference on the same route.
-    fn hold(&self) -> Self {
-        // SAFETY: The route is valid and we hold a reference (type invariant).
-        unsafe { bindings::rxe_rs_dst_hold(self.ptr.as_ptr()) };
-        // INVARIANT: The reference just taken.
-        Self {
-            ptr: self.ptr,
-            cookie: self.cookie,
-            ipv6: self.ipv6,
-        }
-    }
-
     /// Whether the route is still the one to use: no routing change made it obsolete.
     fn valid(&self) -> bool {
-        // SAFETY: The route is valid and we hold a reference (type invariant).
-        unsafe { bindings::rxe_rs_dst_check(self.ptr.as_ptr(), self.cookie) }
-    }
-}
-
-impl Drop for Route {
-    fn drop(&mut self) {
-        // SAFETY: We own one reference (type invariant). Releasing it does not sleep.
-        unsafe { bindings::dst_release(self.ptr.as_ptr()) };
+        // SAFETY: The route is valid while `dst` holds its reference.
+        unsafe { bindings::rxe_rs_dst_check(self.dst.0.get(), self.cookie) }
     }
 }
 
@@ -355,7 +368,7 @@ impl RouteCache {
             let last = self.last.lock();
             if let Some(kept) = last.as_ref().filter(|k| k.is_for(saddr, daddr)) {
                 if kept.route.valid() {
-                    return Ok(kept.route.hold());
+                    return Ok(kept.route.clone());
                 }
             }
         }
@@ -364,7 +377,7 @@ impl RouteCache {
             saddr: [0; 16],
             daddr: [0; 16],
             len: saddr.len(),
-            route: route.hold(),
+            route: route.clone(),
         };
         kept.saddr[..saddr.len()].copy_from_slice(saddr);
         kept.daddr[..daddr.len()].copy_from_slice(daddr);
