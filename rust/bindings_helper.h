@@ -17,6 +17,7 @@
 #include <linux/mmu_notifier.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/ib_mad.h>
+#include <rdma/ib_pma.h>
 #include <rdma/rdma_netlink.h>
 #include <rdma/uverbs_ioctl.h>
 #include <rdma/ib_user_verbs.h>
@@ -48,3 +49,15 @@ const u32 RXE_RS_QP1_QKEY = IB_QP1_QKEY;
 const u32 RXE_RS_QPN_MASK = IB_QPN_MASK;
 const u32 RXE_RS_MULTICAST_QPN = IB_MULTICAST_QPN;
 const u16 RXE_RS_ROCE_V2_UDP_DPORT = ROCE_V2_UDP_DPORT;
+/* MAD header values; those of the PMA's attributes in network order, as the MADs carry them. */
+const u8 RXE_RS_MGMT_BASE_VERSION = IB_MGMT_BASE_VERSION;
+const u8 RXE_RS_MGMT_CLASS_PERF_MGMT = IB_MGMT_CLASS_PERF_MGMT;
+const u8 RXE_RS_MGMT_METHOD_GET = IB_MGMT_METHOD_GET;
+const u8 RXE_RS_MGMT_METHOD_SET = IB_MGMT_METHOD_SET;
+const u8 RXE_RS_MGMT_METHOD_GET_RESP = IB_MGMT_METHOD_GET_RESP;
+const __be16 RXE_RS_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB =
+	cpu_to_be16(IB_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB);
+const __be16 RXE_RS_PMA_CLASS_PORT_INFO = IB_PMA_CLASS_PORT_INFO;
+const __be16 RXE_RS_PMA_PORT_COUNTERS = IB_PMA_PORT_COUNTERS;
+const __be16 RXE_RS_PMA_PORT_COUNTERS_EXT = IB_PMA_PORT_COUNTERS_EXT;
+const __be16 RXE_RS_PMA_CLASS_CAP_EXT_WIDTH = IB_PMA_CLASS_CAP_EXT_WIDTH;

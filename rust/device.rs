@@ -37,6 +37,7 @@ use super::{
     ah::{self, AhOps},
     bindings,
     cq::{self, CqOps},
+    mad::{self, PmaCounters},
     mr::{self, MrOps},
     mw::{self, MwOps},
     netdev::{NetDevice, NetDeviceRef},
@@ -659,6 +660,13 @@ pub(crate) trait Driver: Sized + Send + Sync + 'static {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// The counters of `port` that its performance management agent reports (`None` if
+    /// the device has no such port). With it the device answers the PMA's MADs itself
+    /// ([`super::mad`]), and ib_core shows the counters in sysfs.
+    fn pma_counters(_dev: &Device<Self>, _port: u32) -> Option<PmaCounters> {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// The names of the per-port counters that `rdma statistic` shows.
     const PORT_STATS: &'static [StatDesc] = &[];
 
@@ -864,6 +872,7 @@ impl<T: Driver> Device<T> {
             ops.alloc_hw_port_stats = Some(Self::alloc_hw_port_stats);
             ops.get_hw_stats = Some(Self::get_hw_stats);
         }
+        mad::set_ops::<T>(&mut ops);
         ucontext::set_ops::<T>(&mut ops);
         pd::set_ops::<T>(&mut ops);
         cq::set_ops::<T>(&mut ops);

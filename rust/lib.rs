@@ -47,6 +47,7 @@ pub(crate) mod bindings;
 pub(crate) mod cq;
 pub(crate) mod device;
 pub(crate) mod link;
+pub(crate) mod mad;
 pub(crate) mod mmap;
 pub(crate) mod mr;
 pub(crate) mod mw;

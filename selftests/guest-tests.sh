@@ -885,14 +885,21 @@ pingpong() {
 # rxe's counters, read as tools read them (rdma statistic), against an RC ping-pong of
 # N messages of 4 KiB each way on the device to itself: every SEND and every receive is
 # counted once, every byte and packet sent is received, and RC acknowledgements reach
-# the requester (ack_deferred).
+# the requester (ack_deferred). The port counters of the performance management agent,
+# as sysfs shows them (the kernel's kselftest rxe_sent_rcvd_bytes reads them), count the
+# same bytes (in 4-byte words) and packets.
+pma_counter() { cat "/sys/class/infiniband/$DEV/ports/1/counters/$1"; }
 t_counters_traffic() {
-	local n=40 c v d= sends recvs sent rcvd spkts rpkts acks
+	local n=40 c v d= p= sends recvs sent rcvd spkts rpkts acks xd rd xp rp
 	with_dev || return 1
 	idx=$(gid_index v4) || return 1
 	for c in rdma_sends rdma_recvs sent_bytes rcvd_bytes sent_pkts rcvd_pkts ack_deferred; do
 		v=$(counter $c); [ -n "$v" ] || { echo "no counter $c"; rdma statistic show link "$DEV/1"; return 1; }
 		d="$d $v"
+	done
+	for c in port_xmit_data port_rcv_data port_xmit_packets port_rcv_packets; do
+		v=$(pma_counter $c) || { ls "/sys/class/infiniband/$DEV/ports/1/"; return 1; }
+		p="$p $v"
 	done
 	cmd="ibv_rc_pingpong -d $DEV -g $idx -n $n -s 4096"
 	pair 18515 "$cmd" "$cmd 127.0.0.1" && pp_ok $n || return 1
@@ -903,11 +910,25 @@ t_counters_traffic() {
 	sent=$(($(counter sent_bytes) - $3)) rcvd=$(($(counter rcvd_bytes) - $4))
 	spkts=$(($(counter sent_pkts) - $5)) rpkts=$(($(counter rcvd_pkts) - $6))
 	acks=$(($(counter ack_deferred) - $7))
+	set -- $p
+	xd=$(($(pma_counter port_xmit_data) - $1)) rd=$(($(pma_counter port_rcv_data) - $2))
+	xp=$(($(pma_counter port_xmit_packets) - $3)) rp=$(($(pma_counter port_rcv_packets) - $4))
 	echo "rdma_sends +$sends rdma_recvs +$recvs sent_bytes +$sent rcvd_bytes +$rcvd sent_pkts +$spkts rcvd_pkts +$rpkts ack_deferred +$acks"
+	echo "port_xmit_data +$xd port_rcv_data +$rd port_xmit_packets +$xp port_rcv_packets +$rp"
 	[ $sends = $((2 * n)) ] && [ $recvs = $((2 * n)) ] || { echo "want $((2 * n)) sends and receives"; return 1; }
 	[ $sent = $rcvd ] && [ $spkts = $rpkts ] || { echo "sent and received differ"; return 1; }
 	[ $sent -ge $((2 * n * 4096)) ] || { echo "fewer bytes than the payload"; return 1; }
 	[ $acks -gt 0 ] || { echo "no acknowledgement counted"; return 1; }
+	[ $xd = $rd ] && [ $xp = $rp ] || { echo "PMA: sent and received differ"; return 1; }
+	# Words of whole totals: the difference of two floors is within one word.
+	[ $((4 * xd - sent)) -gt -4 ] && [ $((4 * xd - sent)) -lt 4 ] && [ $xp = $spkts ] ||
+		{ echo "PMA counters do not count what the device's counters do"; return 1; }
+}
+# The performance management agent asked from the network: roce_send.py --pma says
+# what it asks and what must come back.
+t_pma_mads() {
+	peer_net || return 1
+	ip netns exec tpeer timeout 60 python3 "$HOST/roce_send.py" --pma 10.9.0.2 10.9.0.1
 }
 t_rc_pingpong_v4() { pingpong rc v4 "1 4096 65536"; }
 t_rc_pingpong_v6() { pingpong rc v6 "1 4096 65536"; }
@@ -1827,6 +1848,7 @@ run forged_responses_unsent_psns t_forged_responses
 run reth_length_above_2g t_reth_long
 run duplicate_read_storm t_dup_read_storm
 run pkey_mismatch_dropped t_pkey_mismatch
+run pma_mads_from_the_network t_pma_mads
 run packet_mutation_fuzz t_pktfuzz
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded

@@ -20,7 +20,8 @@ With --isol, the packets of isolation.c's live check (see isol()), from the addr
 the QPs' peer, and the answers they get, which come back to SRC_IP's port 4791.
 
 The modes --forged, --reth, --storm, --pkey and --mutate speak to peer_qps.py's QPs
-(see below); --mutate is the packet mutation fuzzer (see mutate())."""
+(see below); --mutate is the packet mutation fuzzer (see mutate()). --pma speaks to the
+device's performance management agent (see pma())."""
 import json
 import os
 import random
@@ -210,6 +211,7 @@ class Pkt:
         self.psn = p & 0xFFFFFF
         self.syndrome = data[12] if self.opcode in WITH_AETH and len(data) >= 16 else None
         self.length = len(data)
+        self.data = data
 
     def __str__(self):
         s = f"opcode {self.opcode:#04x} ({RESPONSES.get(self.opcode, 'request')}) " \
@@ -546,6 +548,75 @@ def pkey(args):
 # 0x7fff, full or limited member) or the invalid P_Key (low 15 bits 0). 0x7fff is not
 # one: a limited member of the default partition matches a full member.
 BAD_PKEYS = (0x0001, 0x8001, 0x0000, 0x8000, 0x7FFE, 0xFFFE)
+
+
+# The performance management class and its methods and attributes (IBA 16.1), and the
+# Q_Key of the GSI QP (QP1).
+PERF_MGMT, GET, SET, GET_RESP, TRAP = 0x04, 0x01, 0x02, 0x81, 0x05
+CLASS_PORT_INFO, PORT_SAMPLES_CONTROL, PORT_COUNTERS, PORT_COUNTERS_EXT = 0x01, 0x10, 0x12, 0x1D
+QP1_QKEY = 0x80010000
+UNSUPPORTED = 0x000C
+
+
+def pma_mad(method, attr, tid):
+    """A PMA MAD (256 bytes: common header, 40 reserved bytes, data) for port 1."""
+    hdr = struct.pack("!BBBBHHQHHI", 1, PERF_MGMT, 1, method, 0, 0, tid, attr, 0, 0)
+    return hdr + bytes(40) + b"\x00\x01" + bytes(190)
+
+
+def pma(args):
+    """PMA MADs to the device's GSI QP, from the network (the MAD layer hands each to
+    the device's process_mad first).
+
+        --pma SRC DST
+
+    Each request, one at a time: a GET of ClassPortInfo, PortCounters and
+    PortCountersExtended must be answered (GetResp, its TID, status 0; ClassPortInfo
+    says the extended counters are there, PortCountersExtended counts packets sent); a
+    GET of an attribute not offered (PortSamplesControl) and a SET (clearing the
+    counters) must be answered with the status "unsupported method/attribute"; a
+    response (GetResp) and a Trap must not be answered at all: an agent that answered
+    responses would answer another such agent without end. Exits 1 on any other
+    outcome."""
+    src, dst = args[0], args[1]
+    peer = Peer(src, dst)
+    cases = [("GET ClassPortInfo", GET, CLASS_PORT_INFO, 0),
+             ("GET PortCounters", GET, PORT_COUNTERS, 0),
+             ("GET PortCountersExtended", GET, PORT_COUNTERS_EXT, 0),
+             ("GET PortSamplesControl", GET, PORT_SAMPLES_CONTROL, UNSUPPORTED),
+             ("SET PortCounters", SET, PORT_COUNTERS, UNSUPPORTED),
+             ("GetResp PortCounters", GET_RESP, PORT_COUNTERS, None),
+             ("Trap", TRAP, PORT_COUNTERS, None)]
+    bad = []
+    for i, (name, method, attr, want) in enumerate(cases):
+        tid = 0x5A5A0000_00000000 | i
+        peer.put(bth(0x64, 1, i) + deth(QP1_QKEY, 1) + pma_mad(method, attr, tid))
+        # A UD SEND ONLY: BTH, DETH, the MAD, ICRC.
+        got = [p.data[20:276] for p in peer.take(2) if p.opcode == 0x64 and p.length >= 280]
+        seen = []
+        for m in got:
+            _, cls, _, meth, status, _, t, a, _, _ = struct.unpack("!BBBBHHQHHI", m[:24])
+            seen.append(f"class {cls:#x} method {meth:#x} status {status:#x} TID {t:#x} "
+                        f"attribute {a:#x}")
+        print(f"{name}: " + ("; ".join(seen) or "no answer"))
+        ok = len(got) == 0 if want is None else len(got) == 1
+        if ok and got:
+            m = got[0]
+            _, cls, _, meth, status, _, t, a, _, _ = struct.unpack("!BBBBHHQHHI", m[:24])
+            ok = (cls, meth, status, t, a) == (PERF_MGMT, GET_RESP, want, tid, attr)
+            data = m[64:]
+            if ok and attr == CLASS_PORT_INFO:
+                # CapabilityMask bit 9: PortCountersExtended offered.
+                ok = struct.unpack("!H", data[2:4])[0] & 0x0200 != 0
+            if ok and attr == PORT_COUNTERS_EXT:
+                # PortSelect echoed; PortXmitPkts (after 4 bytes of selects and 4 reserved,
+                # and PortXmitData and PortRcvData) counts at least the answers so far.
+                ok = data[1] == 1 and struct.unpack("!Q", data[24:32])[0] >= 2
+        if not ok:
+            bad.append(name)
+    if bad:
+        print("FAIL: " + ", ".join(bad))
+        sys.exit(1)
 
 
 # Mode --mutate: valid packets of every opcode, aimed at peer_qps.py mutate's live QPs,
@@ -1150,7 +1221,7 @@ def mutate(args):
 
 
 MODES = {"--live": live, "--isol": isol, "--forged": forged, "--reth": reth_long,
-         "--storm": storm, "--pkey": pkey, "--mutate": mutate}
+         "--storm": storm, "--pkey": pkey, "--mutate": mutate, "--pma": pma}
 
 
 def main():

@@ -16,6 +16,7 @@ use crate::ib::{
         LinkLayer, Mtu, PhysState, PortAttr, PortImmutable, PortProtocol, PortState, WriteCmds,
     },
     link::LinkDriver,
+    mad::PmaCounters,
     netdev::{NetDevice, NetDeviceRef},
     stats::StatDesc,
     sync::{new_spinlock_irq, SpinLockIrq},
@@ -347,6 +348,19 @@ impl Driver for RxeRs {
     }
 
     const SYSFS_PARENT: bool = true;
+
+    fn pma_counters(dev: &Device<Self>, port: u32) -> Option<PmaCounters> {
+        // What rxe reports (its port counters count the same bytes and packets); the
+        // error counters are zero, as no link errors exist below a netdev.
+        let c = &dev.counters;
+        (port == PORT).then(|| PmaCounters {
+            link_downed: c.get(Counter::LinkDowned),
+            xmit_bytes: c.get(Counter::SentBytes),
+            rcv_bytes: c.get(Counter::RcvdBytes),
+            xmit_packets: c.get(Counter::Sent),
+            rcv_packets: c.get(Counter::Received),
+        })
+    }
 
     const PORT_STATS: &'static [StatDesc] = &crate::stats::NAMES;
 
