@@ -27,7 +27,8 @@
 //! user, kernel or mapping. Every access here goes through its bounds-checked copies and
 //! atomic words, so this file has no `unsafe` code.
 
-use crate::ib::mmap::UserMem;
+use crate::ib::{bindings, mmap::UserMem};
+use core::mem::offset_of;
 use kernel::{
     prelude::*,
     sync::{
@@ -36,12 +37,13 @@ use kernel::{
     },
 };
 
+// Where librxe finds the fields of a ring's header (`struct rxe_queue_buf` of the uapi).
 /// Bytes before the first slot.
-pub(crate) const HEADER_LEN: usize = 384;
-const LOG2_ELEM_OFF: usize = 0;
-const INDEX_MASK_OFF: usize = 4;
-const PRODUCER_OFF: usize = 128;
-const CONSUMER_OFF: usize = 256;
+pub(crate) const HEADER_LEN: usize = offset_of!(bindings::rxe_queue_buf, data);
+const LOG2_ELEM_OFF: usize = offset_of!(bindings::rxe_queue_buf, log2_elem_size);
+const INDEX_MASK_OFF: usize = offset_of!(bindings::rxe_queue_buf, index_mask);
+const PRODUCER_OFF: usize = offset_of!(bindings::rxe_queue_buf, producer_index);
+const CONSUMER_OFF: usize = offset_of!(bindings::rxe_queue_buf, consumer_index);
 
 /// The shape of a ring, as the device decided it; the copy in shared memory is never read.
 #[derive(Clone, Copy, Debug)]
