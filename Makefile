@@ -25,6 +25,12 @@
 #   make graft KSRC=/path/to/linux
 #                         put the driver into a kernel source tree (tools/graft.sh):
 #                         CONFIG_RDMA_RXE_RS then builds it as any in-tree driver
+#   make install [KVER=...] [KO=file]
+#                         rxe_rs in rdma_rxe's place for the running kernel (or KVER):
+#                         the module (KO, or built against /lib/modules/KVER/build),
+#                         depmod, and dist/rxe_rs.conf in /etc/modprobe.d (tools/install.sh)
+#   make uninstall [KVER=...]
+#                         rdma_rxe the stock driver again
 #   make clean            remove build/ (the cache under $RXE_RS_CACHE stays)
 
 ifneq ($(KDIR),)
@@ -73,8 +79,14 @@ ab:
 graft:
 	tools/graft.sh $(KSRC)
 
+install:
+	tools/install.sh $(if $(KO),--ko $(KO)) $(KVER)
+
+uninstall:
+	tools/install.sh --remove $(KVER)
+
 clean:
 	rm -rf build
 
 .PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile ab \
-	graft clean
+	graft install uninstall clean

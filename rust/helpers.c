@@ -8,6 +8,8 @@
 #include <linux/etherdevice.h>
 #include <linux/highmem.h>
 #include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/notifier.h>
 #include <linux/netdevice.h>
 #include <linux/rcupdate.h>
 #include <linux/vmalloc.h>
@@ -299,4 +301,28 @@ struct ib_device *rxe_rs_device_to_ibdev(struct device *device)
 ssize_t rxe_rs_sysfs_emit_netdev_name(char *buf, struct net_device *ndev)
 {
 	return sysfs_emit(buf, "%s\n", netdev_name(ndev));
+}
+
+/*
+ * Whether module `name` is loaded (or built in with parameters): whether it has its
+ * directory in /sys/module, the kset every module's kobject is in, our own's included.
+ */
+bool rxe_rs_module_present(struct module *self, const char *name)
+{
+	struct kobject *kobj = kset_find_obj(self->mkobj.kobj.kset, name);
+
+	kobject_put(kobj);
+	return kobj;
+}
+
+/* Whether the module a module notifier was called for is `name`. */
+bool rxe_rs_module_is(const void *mod, const char *name)
+{
+	return !strcmp(((const struct module *)mod)->name, name);
+}
+
+/* What a module notifier returns to make a module's loading fail with EBUSY. */
+int rxe_rs_notify_busy(void)
+{
+	return notifier_from_errno(-EBUSY);
 }

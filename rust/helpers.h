@@ -58,6 +58,10 @@ void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t le
 void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 
 unsigned long rxe_rs_rcu_cookie(void);
+
+bool rxe_rs_module_present(struct module *self, const char *name);
+bool rxe_rs_module_is(const void *mod, const char *name);
+int rxe_rs_notify_busy(void);
 void rxe_rs_rcu_wait_since(unsigned long cookie);
 void rxe_rs_local_bh_disable(void);
 void rxe_rs_local_bh_enable(void);

@@ -1660,6 +1660,53 @@ t_insmod_without_ib_core() {
 	if insmod "$KO"; then echo "insmod succeeded without ib_core"; return 1; fi
 	dmesg | grep -q "$MOD: Unknown symbol" || { dmesg | tail -n 5; return 1; }
 }
+# make install puts rxe_rs in rdma_rxe's place, with the Makefile, tools/install.sh and
+# dist/rxe_rs.conf as shipped (the module given with KO=): modprobe rdma_rxe loads
+# rxe_rs, `rdma link add ... type rxe` makes an rxe_rs device that carries an RC
+# ping-pong, the stock rdma_rxe cannot load beside it, modprobe -r rdma_rxe unloads it.
+# make uninstall makes rdma_rxe the stock driver again, and rxe_rs with link_type_rxe=1
+# refuses to load beside that. /lib/modules and /etc/modprobe.d are copies in /tmp
+# for the test (the guest tree is the cached one).
+t_make_install() {
+	local stock rc
+	[ "$DRIVER" = rxe_rs ] || { echo "installs rxe_rs in rdma_rxe's place"; return 4; }
+	unload || return 1
+	stock=$(modinfo -n rdma_rxe) || return 1
+	cp -a "/lib/modules/$KVER" /tmp/modules && mount --bind /tmp/modules "/lib/modules/$KVER" || return 1
+	mkdir -p /tmp/modprobe.d && cp -a /etc/modprobe.d/. /tmp/modprobe.d/ &&
+		mount --bind /tmp/modprobe.d /etc/modprobe.d || { umount "/lib/modules/$KVER"; return 1; }
+	make_install_checks "$stock"
+	rc=$?
+	lsmod | grep -q '^rdma_rxe ' && modprobe -r rdma_rxe
+	lsmod | grep -q '^rxe_rs ' && rmmod rxe_rs
+	umount /etc/modprobe.d; umount "/lib/modules/$KVER"
+	# modprobe -r took the dependencies out too.
+	modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel && load && return $rc
+}
+make_install_checks() {
+	local DEV=rxe0 idx cmd
+	make -s -C "$HOST/src" install KO="$KO" || return 1
+	modprobe rdma_rxe || { echo "modprobe rdma_rxe failed"; return 1; }
+	lsmod | grep -q '^rxe_rs ' && ! lsmod | grep -q '^rdma_rxe ' ||
+		{ echo "modprobe rdma_rxe did not load rxe_rs:"; lsmod; return 1; }
+	rdma link add rxe0 type rxe netdev eth0 || { echo "rdma link add ... type rxe failed"; return 1; }
+	[ "$(cat /sys/class/infiniband/rxe0/node_desc)" = rxe_rs ] || { echo "rxe0 is not an rxe_rs device"; return 1; }
+	wait_for port_active || { echo "port not active"; return 1; }
+	idx=$(gid_index v4) || return 1
+	cmd="ibv_rc_pingpong -d rxe0 -g $idx -n 20 -s 4096 -c"
+	pair 18515 "$cmd" "$cmd 127.0.0.1" && pp_ok 20 || return 1
+	if insmod "$stock" 2>/dev/null; then echo "the stock rdma_rxe loaded beside rxe_rs"; return 1; fi
+	dmesg | tail -n 20 | grep -q 'rdma_rxe cannot load' || { echo "no word of the refusal"; return 1; }
+	rdma link delete rxe0 || return 1
+	modprobe -r rdma_rxe || { echo "modprobe -r rdma_rxe failed"; return 1; }
+	! lsmod | grep -q '^rxe_rs ' || { echo "modprobe -r rdma_rxe left rxe_rs loaded"; return 1; }
+	make -s -C "$HOST/src" uninstall || return 1
+	[ ! -e /etc/modprobe.d/rxe_rs.conf ] && [ ! -e "/lib/modules/$KVER/updates/rxe_rs.ko" ] ||
+		{ echo "uninstall left files"; return 1; }
+	modprobe rdma_rxe && lsmod | grep -q '^rdma_rxe ' || { echo "the stock rdma_rxe did not load after uninstall"; return 1; }
+	if insmod "$KO" link_type_rxe=1 2>/dev/null; then echo "rxe_rs with link_type_rxe=1 loaded beside rdma_rxe"; return 1; fi
+	modprobe -r rdma_rxe
+}
 # Installed and indexed by depmod, the module is loaded by `rdma link add ... type`.
 t_link_add_autoloads() {
 	unload || return 1
@@ -1858,6 +1905,7 @@ run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user
 run link_delete_with_mapped_ring t_link_delete_with_mapped_ring
 run module_unload t_module_unload
+run make_install_takes_rdma_rxe_place t_make_install
 run link_add_autoloads_module t_link_add_autoloads
 echo "1..$tap_n"
 unload

@@ -46,6 +46,11 @@ make_share() {
 	local flavor=$1 share=$TOP_DIR/build/share-$1
 	mkdir -p "$share/bin"
 	cp "$TOP_DIR/build/$flavor/rxe_rs.ko" "$TOP_DIR/build/$flavor/rdma_minimal.ko" "$share/"
+	# What make install needs, as shipped (make_install_takes_rdma_rxe_place).
+	mkdir -p "$share/src/tools" "$share/src/dist"
+	cp "$TOP_DIR/Makefile" "$share/src/"
+	cp "$TOP_DIR/tools/install.sh" "$share/src/tools/"
+	cp "$TOP_DIR/dist/rxe_rs.conf" "$share/src/dist/"
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
 		"$TOP_DIR/selftests/roce_send.py" "$TOP_DIR/selftests/live_qps.py" \
 		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" "$share/"

@@ -372,18 +372,30 @@ impl Driver for RxeRs {
 /// The `rxe_rs` link type.
 pub(crate) struct RxeLink;
 
+/// rdma_rxe's link type `rxe`, registered in its place (module parameter
+/// `link_type_rxe`): the same devices.
+pub(crate) struct RxeTypeLink;
+
+impl LinkDriver for RxeTypeLink {
+    const TYPE: &'static CStr = c_str!("rxe");
+
+    fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
+        RxeLink::newlink(name, ndev)
+    }
+}
+
 impl LinkDriver for RxeLink {
     const TYPE: &'static CStr = c_str!("rxe_rs");
 
     fn newlink(name: &CStr, ndev: &NetDevice) -> Result {
         // One device per netdev: received packets are demultiplexed by netdev.
         if Device::<RxeRs>::find_by_netdev(ndev).is_some() {
-            pr_err!("rxe_rs: a device already exists on this netdev\n");
+            pr_err!("a device already exists on this netdev\n");
             return Err(EEXIST);
         }
         // The namespace's RoCE v2 sockets, made if this is its first device.
         let tunnel = Tunnels::<Recv>::open(ndev)
-            .inspect_err(|e| pr_err!("rxe_rs: no UDP port 4791 for {}: {:?}\n", name, e))?;
+            .inspect_err(|e| pr_err!("no UDP port 4791 for {}: {:?}\n", name, e))?;
         let guid = ndev.eui64();
         let info = DeviceInfo {
             name,
@@ -392,6 +404,6 @@ impl LinkDriver for RxeLink {
             num_comp_vectors: crate::ib::device::num_possible_cpus(),
         };
         Device::<RxeRs>::register(&info, ndev, RxeDev::new(ndev, guid, tunnel))
-            .inspect_err(|e| pr_err!("rxe_rs: cannot add {}: {:?}\n", name, e))
+            .inspect_err(|e| pr_err!("cannot add {}: {:?}\n", name, e))
     }
 }

@@ -5,7 +5,8 @@
 //! rxe_rs turns any Ethernet netdev into an RDMA device that speaks RoCE v2 on the wire
 //! and the user ABI of the kernel's own Soft-RoCE driver (rxe), so that stock rdma-core
 //! and its rxe provider run unchanged on it. Devices are made with
-//! `rdma link add NAME type rxe_rs netdev DEV`.
+//! `rdma link add NAME type rxe_rs netdev DEV`, and with the parameter `link_type_rxe=1`
+//! (which `make install` sets) with rdma_rxe's `type rxe` too, in rdma_rxe's place.
 //!
 //! This crate root holds the module and the driver's type ([`RxeRs`], whose device
 //! verbs `device.rs` implements, each object's verbs its file); the concept files beside
@@ -57,6 +58,12 @@ module! {
     description: "Soft-RoCE RDMA driver in Rust, rxe user ABI, RoCE v2",
     license: "GPL",
     alias: ["rdma-link-rxe_rs"],
+    params: {
+        link_type_rxe: u8 {
+            default: 0,
+            description: "1: register rdma_rxe's link type rxe too (in its place: rdma_rxe cannot load meanwhile, nor may it be loaded)",
+        },
+    },
 }
 
 /// The driver: the verbs of an rxe_rs device.
@@ -72,6 +79,8 @@ pub(crate) struct RxeRs;
 /// after which no packet reaches the driver.
 #[pin_data]
 struct RxeRsModule {
+    /// rdma_rxe's link type, with `link_type_rxe=1`.
+    rxe_link: Option<Pin<KBox<ib::link::StandIn<device::RxeTypeLink>>>>,
     #[pin]
     link: ib::link::Registration<device::RxeLink>,
     devices: ib::device::AllDevices<RxeRs>,
@@ -84,7 +93,7 @@ struct RxeRsModule {
 }
 
 impl kernel::InPlaceModule for RxeRsModule {
-    fn init(_module: &'static ThisModule) -> impl PinInit<Self, Error> {
+    fn init(module: &'static ThisModule) -> impl PinInit<Self, Error> {
         // Set up in reverse teardown order; on failure the fields already made are dropped.
         try_pin_init!(Self {
             faults: sw::odp::FaultQueue::new()?,
@@ -92,6 +101,20 @@ impl kernel::InPlaceModule for RxeRsModule {
             notifier <- ib::netdev::Notifier::register(),
             devices: ib::device::AllDevices::new(),
             link <- ib::link::Registration::new(),
+            rxe_link: rxe_link(module)?,
         })
     }
+}
+
+/// rdma_rxe's link type in its place, if the module parameter asks for it.
+#[allow(clippy::type_complexity)]
+fn rxe_link(
+    module: &'static ThisModule,
+) -> Result<Option<Pin<KBox<ib::link::StandIn<device::RxeTypeLink>>>>> {
+    if *module_parameters::link_type_rxe.value() == 0 {
+        return Ok(None);
+    }
+    KBox::pin_init(ib::link::StandIn::new(module, c"rdma_rxe"), GFP_KERNEL)
+        .inspect_err(|_| pr_err!("link_type_rxe=1, but rdma_rxe is loaded\n"))
+        .map(Some)
 }
