@@ -5,19 +5,24 @@
 //! `ports/N/counters/` in sysfs and tools such as perfquery read.
 //!
 //! ib_core asks with MADs it made (sysfs), and the MAD layer with every MAD that arrives
-//! on a port's GSI QP, from anyone on the network. The request is copied out once and
-//! only its header is read. Only a GET or a SET of the PMA's class gets an answer: a GET
-//! of the class's description or of the port counters gets them, anything else a
-//! response with the status "unsupported" (clearing the counters with a SET is not
-//! offered). Every other MAD, responses above all (two agents must never answer each
-//! other), goes on to the MAD layer's agents unanswered.
+//! on a port's GSI QP, from anyone on the network (the counters are readable from there,
+//! as a PMA's are). The request is copied out once and only its header and port select
+//! are read. Only a GET or a SET of the PMA's class (version 1) gets an answer: a GET of
+//! the class's description or of the port counters gets them, anything else a response
+//! with a status that says why (clearing the counters with a SET is not offered; another
+//! class version, port or attribute is refused). Every other MAD, responses above all
+//! (two agents must never answer each other), goes on to the MAD layer's agents
+//! unanswered.
 //!
 //! C header: [`include/rdma/ib_pma.h`](srctree/include/rdma/ib_pma.h)
 
 use super::bindings;
 use super::device::{Device, Driver};
 use core::mem::size_of;
-use kernel::ffi::c_int;
+use kernel::{ffi::c_int, transmute::AsBytes};
+
+/// The version of the PMA's class this agent speaks (IBA 16.1.1).
+const PMA_CLASS_VERSION: u8 = 1;
 
 /// A port's counters as its PMA reports them: totals since the device was made. Each is
 /// reported as wide as its field is, stopping at all ones instead of wrapping (IBA
@@ -46,29 +51,20 @@ enum Answer {
     Reply,
 }
 
-/// An attribute the PMA answers with, written into a MAD's data as it is laid out.
-///
-/// # Safety
-///
-/// The type has no padding (every byte of a value is initialised) and fits in a PMA
-/// MAD's data.
-unsafe trait Attribute: Copy {}
-
-// SAFETY: `__packed`: no padding; it fits (checked below).
-unsafe impl Attribute for bindings::ib_pma_portcounters {}
+// SAFETY: `__packed`: no padding, no interior mutability.
+unsafe impl AsBytes for bindings::ib_pma_portcounters {}
 // SAFETY: As above.
-unsafe impl Attribute for bindings::ib_pma_portcounters_ext {}
+unsafe impl AsBytes for bindings::ib_pma_portcounters_ext {}
 // SAFETY: Its fields follow each other at their natural alignment (its size, checked
-// below, is the sum of theirs); it fits.
-unsafe impl Attribute for bindings::ib_class_port_info {}
+// below, is the sum of theirs): no padding; no interior mutability.
+unsafe impl AsBytes for bindings::ib_class_port_info {}
+
+/// Bytes of a PMA MAD's data, where its attribute is.
+const DATA_LEN: usize =
+    size_of::<bindings::ib_pma_mad>() - core::mem::offset_of!(bindings::ib_pma_mad, data);
 
 const _: () = {
-    use core::mem::offset_of;
     assert!(size_of::<bindings::ib_class_port_info>() == 72);
-    let data = size_of::<bindings::ib_pma_mad>() - offset_of!(bindings::ib_pma_mad, data);
-    assert!(size_of::<bindings::ib_pma_portcounters>() <= data);
-    assert!(size_of::<bindings::ib_pma_portcounters_ext>() <= data);
-    assert!(size_of::<bindings::ib_class_port_info>() <= data);
     // ib_core hands a MAD in a `struct ib_mad`: a PMA MAD is the same size.
     assert!(size_of::<bindings::ib_pma_mad>() == size_of::<bindings::ib_mad>());
 };
@@ -85,15 +81,16 @@ fn respond(out: &mut bindings::ib_pma_mad, req: &bindings::ib_pma_mad, status: u
 }
 
 /// Makes `out` a response to `req` with `attr` as its data.
-fn respond_with<A: Attribute>(
+fn respond_with<A: AsBytes>(
     out: &mut bindings::ib_pma_mad,
     req: &bindings::ib_pma_mad,
     attr: A,
 ) -> Answer {
     respond(out, req, 0);
-    // SAFETY: `A` fits in the data (the trait's contract), which is plain bytes; the
-    // write needs no alignment.
-    unsafe { out.data.as_mut_ptr().cast::<A>().write_unaligned(attr) };
+    let bytes = attr.as_bytes();
+    // The attributes answered with fit (a build error otherwise).
+    const { assert!(size_of::<A>() <= DATA_LEN) };
+    out.data[..bytes.len()].copy_from_slice(bytes);
     Answer::Reply
 }
 
@@ -102,41 +99,55 @@ fn sat32(v: u64) -> u32 {
     u32::try_from(v).unwrap_or(u32::MAX)
 }
 
-/// The PMA's answer to `req`, with `counters` of the port asked about (`None` if the
-/// device has no such port); a response is made in `out`.
+/// The PMA's answer to `req` on port `port`, with `counters` of that port (`None` if
+/// the device has no such port); a response is made in `out`.
 fn answer(
     req: &bindings::ib_pma_mad,
+    port: u32,
     counters: impl FnOnce() -> Option<PmaCounters>,
     out: &mut bindings::ib_pma_mad,
 ) -> Answer {
     let unsupported = bindings::RXE_RS_MGMT_MAD_STATUS_UNSUPPORTED_METHOD_ATTRIB;
     let h = req.mad_hdr;
-    if h.mgmt_class != bindings::RXE_RS_MGMT_CLASS_PERF_MGMT {
-        return Answer::Pass;
-    }
-    if h.method == bindings::RXE_RS_MGMT_METHOD_SET {
-        return respond(out, req, unsupported);
-    }
-    if h.method != bindings::RXE_RS_MGMT_METHOD_GET {
+    if h.mgmt_class != bindings::RXE_RS_MGMT_CLASS_PERF_MGMT
+        || (h.method != bindings::RXE_RS_MGMT_METHOD_GET
+            && h.method != bindings::RXE_RS_MGMT_METHOD_SET)
+    {
         return Answer::Pass;
     }
     let Some(c) = counters() else {
         return Answer::Fail;
     };
-    // The port the request selects, echoed: the counters are those of the port the
-    // MAD came in on (or that ib_core asked about).
+    if h.class_version != PMA_CLASS_VERSION {
+        return respond(out, req, bindings::RXE_RS_MGMT_MAD_STATUS_BAD_VERSION);
+    }
+    if h.method == bindings::RXE_RS_MGMT_METHOD_SET {
+        return respond(out, req, unsupported);
+    }
+    // The port the counters' request selects (0: the port it came in on, or that
+    // ib_core asked about), echoed; all ports at once (0xff) is not offered.
     let port_select = req.data[1];
+    let other_port = port_select != 0 && u32::from(port_select) != port;
     match h.attr_id {
         bindings::RXE_RS_PMA_CLASS_PORT_INFO => respond_with(
             out,
             req,
             bindings::ib_class_port_info {
                 base_version: bindings::RXE_RS_MGMT_BASE_VERSION,
-                class_version: h.class_version,
+                class_version: PMA_CLASS_VERSION,
                 capability_mask: bindings::RXE_RS_PMA_CLASS_CAP_EXT_WIDTH,
                 ..Default::default()
             },
         ),
+        bindings::RXE_RS_PMA_PORT_COUNTERS | bindings::RXE_RS_PMA_PORT_COUNTERS_EXT
+            if other_port =>
+        {
+            respond(
+                out,
+                req,
+                bindings::RXE_RS_MGMT_MAD_STATUS_INVALID_ATTRIB_VALUE,
+            )
+        }
         bindings::RXE_RS_PMA_PORT_COUNTERS => respond_with(
             out,
             req,
@@ -191,13 +202,17 @@ unsafe extern "C" fn process_mad<T: Driver>(
     const SUCCESS: c_int = bindings::ib_mad_result_IB_MAD_RESULT_SUCCESS as c_int;
     const REPLY: c_int = bindings::ib_mad_result_IB_MAD_RESULT_REPLY as c_int;
     const FAILURE: c_int = bindings::ib_mad_result_IB_MAD_RESULT_FAILURE as c_int;
-    // SAFETY: ib_core calls this only on our registered device.
+    // SAFETY: ib_core calls this on a device of `T` (the ops are set after its data is
+    // initialised; sysfs asks while the device is being registered).
     let dev = unsafe { Device::<T>::from_raw(ib) };
-    // SAFETY: `in_mad` is a whole MAD, as large as a PMA MAD (checked above), not
-    // written during the call; copied out once, with no alignment assumed.
+    // SAFETY: Every caller hands a whole, initialised MAD buffer of at least a `struct
+    // ib_mad` (as large as a PMA MAD, checked above): sysfs a zeroed `struct ib_mad`, the
+    // receive path a zeroed buffer of the port's MAD size, the local path for
+    // directed-route SMPs a send buffer of that size. It is not written during the call;
+    // copied out once, with no alignment assumed.
     let req = unsafe { in_mad.cast::<bindings::ib_pma_mad>().read_unaligned() };
     let mut out = bindings::ib_pma_mad::default();
-    match answer(&req, || T::pma_counters(dev, port), &mut out) {
+    match answer(&req, port, || T::pma_counters(dev, port), &mut out) {
         Answer::Pass => SUCCESS,
         Answer::Fail => FAILURE,
         Answer::Reply => {

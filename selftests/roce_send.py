@@ -555,13 +555,14 @@ BAD_PKEYS = (0x0001, 0x8001, 0x0000, 0x8000, 0x7FFE, 0xFFFE)
 PERF_MGMT, GET, SET, GET_RESP, TRAP = 0x04, 0x01, 0x02, 0x81, 0x05
 CLASS_PORT_INFO, PORT_SAMPLES_CONTROL, PORT_COUNTERS, PORT_COUNTERS_EXT = 0x01, 0x10, 0x12, 0x1D
 QP1_QKEY = 0x80010000
-UNSUPPORTED = 0x000C
+BAD_VERSION, UNSUPPORTED, INVALID_VALUE = 0x0004, 0x000C, 0x001C
 
 
-def pma_mad(method, attr, tid):
-    """A PMA MAD (256 bytes: common header, 40 reserved bytes, data) for port 1."""
-    hdr = struct.pack("!BBBBHHQHHI", 1, PERF_MGMT, 1, method, 0, 0, tid, attr, 0, 0)
-    return hdr + bytes(40) + b"\x00\x01" + bytes(190)
+def pma_mad(method, attr, tid, version=1, port=1):
+    """A PMA MAD (256 bytes: common header, 40 reserved bytes, data) of class version
+    `version` selecting port `port`."""
+    hdr = struct.pack("!BBBBHHQHHI", 1, PERF_MGMT, version, method, 0, 0, tid, attr, 0, 0)
+    return hdr + bytes(40) + bytes([0, port]) + bytes(190)
 
 
 def pma(args):
@@ -574,23 +575,28 @@ def pma(args):
     PortCountersExtended must be answered (GetResp, its TID, status 0; ClassPortInfo
     says the extended counters are there, PortCountersExtended counts packets sent); a
     GET of an attribute not offered (PortSamplesControl) and a SET (clearing the
-    counters) must be answered with the status "unsupported method/attribute"; a
-    response (GetResp) and a Trap must not be answered at all: an agent that answered
-    responses would answer another such agent without end. Exits 1 on any other
-    outcome."""
+    counters) must be answered with the status "unsupported method/attribute", a GET of
+    class version 2 with "bad version", a GET of another port's counters with "invalid
+    attribute value"; a response (GetResp) and a Trap must not be answered at all: an
+    agent that answered responses would answer another such agent without end. Exits 1
+    on any other outcome."""
     src, dst = args[0], args[1]
     peer = Peer(src, dst)
-    cases = [("GET ClassPortInfo", GET, CLASS_PORT_INFO, 0),
-             ("GET PortCounters", GET, PORT_COUNTERS, 0),
-             ("GET PortCountersExtended", GET, PORT_COUNTERS_EXT, 0),
-             ("GET PortSamplesControl", GET, PORT_SAMPLES_CONTROL, UNSUPPORTED),
-             ("SET PortCounters", SET, PORT_COUNTERS, UNSUPPORTED),
-             ("GetResp PortCounters", GET_RESP, PORT_COUNTERS, None),
-             ("Trap", TRAP, PORT_COUNTERS, None)]
+    cases = [("GET ClassPortInfo", GET, CLASS_PORT_INFO, 0, {}),
+             ("GET PortCounters", GET, PORT_COUNTERS, 0, {}),
+             ("GET PortCountersExtended", GET, PORT_COUNTERS_EXT, 0, {}),
+             ("GET PortSamplesControl", GET, PORT_SAMPLES_CONTROL, UNSUPPORTED, {}),
+             ("SET PortCounters", SET, PORT_COUNTERS, UNSUPPORTED, {}),
+             ("GET PortCounters, class version 2", GET, PORT_COUNTERS, BAD_VERSION,
+              {"version": 2}),
+             ("GET PortCountersExtended of port 5", GET, PORT_COUNTERS_EXT, INVALID_VALUE,
+              {"port": 5}),
+             ("GetResp PortCounters", GET_RESP, PORT_COUNTERS, None, {}),
+             ("Trap", TRAP, PORT_COUNTERS, None, {})]
     bad = []
-    for i, (name, method, attr, want) in enumerate(cases):
+    for i, (name, method, attr, want, kw) in enumerate(cases):
         tid = 0x5A5A0000_00000000 | i
-        peer.put(bth(0x64, 1, i) + deth(QP1_QKEY, 1) + pma_mad(method, attr, tid))
+        peer.put(bth(0x64, 1, i) + deth(QP1_QKEY, 1) + pma_mad(method, attr, tid, **kw))
         # A UD SEND ONLY: BTH, DETH, the MAD, ICRC.
         got = [p.data[20:276] for p in peer.take(2) if p.opcode == 0x64 and p.length >= 280]
         seen = []
@@ -605,10 +611,10 @@ def pma(args):
             _, cls, _, meth, status, _, t, a, _, _ = struct.unpack("!BBBBHHQHHI", m[:24])
             ok = (cls, meth, status, t, a) == (PERF_MGMT, GET_RESP, want, tid, attr)
             data = m[64:]
-            if ok and attr == CLASS_PORT_INFO:
+            if ok and want == 0 and attr == CLASS_PORT_INFO:
                 # CapabilityMask bit 9: PortCountersExtended offered.
                 ok = struct.unpack("!H", data[2:4])[0] & 0x0200 != 0
-            if ok and attr == PORT_COUNTERS_EXT:
+            if ok and want == 0 and attr == PORT_COUNTERS_EXT:
                 # PortSelect echoed; PortXmitPkts (after 4 bytes of selects and 4 reserved,
                 # and PortXmitData and PortRcvData) counts at least the answers so far.
                 ok = data[1] == 1 and struct.unpack("!Q", data[24:32])[0] >= 2

@@ -321,6 +321,63 @@ else
 fi
 stage_end
 
+# The kernel's own RDMA selftests (tools/testing/selftests/rdma, written for rdma_rxe),
+# as shipped, through the kselftest runner of the in-tree build's install: one boot with
+# rdma_rxe, one with rxe_rs installed in its place by make install as shipped (in copies
+# of /lib/modules and /etc/modprobe.d: the guest tree is the cached one). Every test that
+# passes on rxe must pass on rxe_rs.
+stage_start "the kernel's rdma kselftests: rdma_rxe, and rxe_rs in its place"
+if [ -z "$kselftest" ]; then
+	fail "rdma kselftests: no kselftest install to run"
+else
+	for drv in rxe rxe_rs; do
+		ks_share=$TOP_DIR/build/share-ksrdma-$drv
+		rm -rf "$ks_share"
+		mkdir -p "$ks_share/src/tools" "$ks_share/src/dist"
+		cp -a "$kselftest" "$ks_share/kselftest"
+		cp "$TOP_DIR/build/test/rxe_rs.ko" "$ks_share/"
+		cp "$TOP_DIR/Makefile" "$ks_share/src/"
+		cp "$TOP_DIR/tools/install.sh" "$ks_share/src/tools/"
+		cp "$TOP_DIR/dist/rxe_rs.conf" "$ks_share/src/dist/"
+		{
+			if [ $drv = rxe_rs ]; then
+				echo 'k=/lib/modules/$(uname -r)'
+				echo 'cp -a $k /tmp/modules && mount --bind /tmp/modules $k'
+				echo 'mkdir /tmp/modprobe.d && cp -a /etc/modprobe.d/. /tmp/modprobe.d/'
+				echo 'mount --bind /tmp/modprobe.d /etc/modprobe.d'
+				echo 'make -s -C /mnt/host/src install KO=/mnt/host/rxe_rs.ko'
+			fi
+			echo 'cd /mnt/host/kselftest && ./run_kselftest.sh -c rdma'
+		} > "$out/cmd-ksrdma-$drv.sh"
+		"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout 900 \
+			"$out/cmd-ksrdma-$drv.sh" > "$out/ksrdma-$drv.console" 2>&1 || true
+		tr -d '\r' < "$out/ksrdma-$drv.console" > "$out/ksrdma-$drv.txt"
+	done
+	# ksrdma DRIVER TEST: the runner's verdict line of TEST on DRIVER: ok, skip or fail.
+	ksrdma() {
+		local line
+		line=$(grep -E "^(not )?ok [0-9]+ selftests: rdma: $2( |\$)" "$out/ksrdma-$1.txt" || true)
+		case $line in
+		"not ok"*) echo fail ;;
+		*"# SKIP"*) echo skip ;;
+		ok*) echo ok ;;
+		*) echo fail ;;
+		esac
+	}
+	for t in $(sed -n 's/^rdma://p' "$kselftest/kselftest-list.txt"); do
+		r=$(ksrdma rxe "$t") rs=$(ksrdma rxe_rs "$t")
+		if [ "$rs" = ok ]; then
+			pass "rdma kselftest $t: rxe $r, rxe_rs $rs"
+		elif [ "$r" != ok ]; then
+			skip "rdma kselftest $t: rxe $r, rxe_rs $rs (does not pass on rxe either)"
+		else
+			grep -A 20 "selftests: rdma: $t" "$out/ksrdma-rxe_rs.txt" | head -n 30
+			fail "rdma kselftest $t: rxe $r, rxe_rs $rs"
+		fi
+	done
+fi
+stage_end
+
 # rdma-core's own suite (pyverbs) on both drivers, one boot each: parity by test ID.
 # Every test that passes on rxe in this run must pass on rxe_rs (a skip there counts as
 # a failure), and no test may fail or err on rxe_rs.

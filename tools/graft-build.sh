@@ -4,7 +4,8 @@
 # configures CONFIG_RDMA_RXE_RS=m and CONFIG_RDMA_RXE_RS_KUNIT_TEST=y in the test
 # kernel's build tree, and builds the module with the kernel's own build (no M=); then
 # installs the grafted selftests with the kselftest build (TARGETS=...), as a kernel
-# tree's user would, with that module beside them.
+# tree's user would, with that module beside them, and the kernel's own RDMA selftests
+# (tools/testing/selftests/rdma, written for rdma_rxe) beside them.
 #
 # Neither cached tree is touched: inside the toolchain tree's private mount namespace,
 # each is covered by an overlay whose writes land in build/graft/, removed at the end.
@@ -46,7 +47,7 @@ in_rootfs /bin/bash -ec '
 		"exec cp -a \"\$@\"" > "$w/bin/rsync"
 	chmod +x "$w/bin/rsync"
 	PATH=$w/bin:$PATH make -C "$src/tools/testing/selftests" \
-		TARGETS=drivers/infiniband/rxe_rs INSTALL_PATH="$w/kselftest" install
+		TARGETS="drivers/infiniband/rxe_rs rdma" INSTALL_PATH="$w/kselftest" install
 	# The modules the tests load, beside them: rxe_rs as the tree built it (with its
 	# KUnit suites, so also as rxe_rs_kunit.ko) and the kernel-consumer test module.
 	tests=$w/kselftest/drivers/infiniband/rxe_rs

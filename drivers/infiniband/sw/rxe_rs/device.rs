@@ -350,8 +350,8 @@ impl Driver for RxeRs {
     const SYSFS_PARENT: bool = true;
 
     fn pma_counters(dev: &Device<Self>, port: u32) -> Option<PmaCounters> {
-        // What rxe reports (its port counters count the same bytes and packets); the
-        // error counters are zero, as no link errors exist below a netdev.
+        // What rxe reports (its port counters count the same bytes and packets); link
+        // error counters are not reported (zero).
         let c = &dev.counters;
         (port == PORT).then(|| PmaCounters {
             link_downed: c.get(Counter::LinkDowned),
