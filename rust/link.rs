@@ -21,20 +21,41 @@ use kernel::{
     ffi::{c_char, c_int, c_ulong, c_void},
     prelude::*,
     str::CStr,
-    sync::atomic::{Atomic, Relaxed},
+    sync::atomic::{Acquire, Atomic, Release},
     types::Opaque,
     ThisModule,
 };
 
 kernel::sync::global_lock! {
     // SAFETY: Initialised in `Registration::new` before its link type is registered, so
-    // before a `newlink` can run; see `LOCK_READY`.
+    // before a `newlink` can run; see `LOCK_STATE`.
     unsafe(uninit) static NEWLINK_LOCK: Mutex<()> = ();
 }
 
-/// Whether `NEWLINK_LOCK` was initialised (once per module load, by the first
-/// registration).
-static LOCK_READY: Atomic<bool> = Atomic::new(false);
+/// Whether `NEWLINK_LOCK` is initialised: [`LOCK_UNINIT`], then [`LOCK_INITIALISING`]
+/// while the first registration of the module load initialises it, then [`LOCK_READY`].
+static LOCK_STATE: Atomic<u32> = Atomic::new(LOCK_UNINIT);
+const LOCK_UNINIT: u32 = 0;
+const LOCK_INITIALISING: u32 = 1;
+const LOCK_READY: u32 = 2;
+
+/// Initialises `NEWLINK_LOCK` once per module load; a caller that comes while another
+/// initialises it waits (a few instructions) until it is done.
+fn lock_ready() {
+    if LOCK_STATE
+        .cmpxchg(LOCK_UNINIT, LOCK_INITIALISING, Acquire)
+        .is_ok()
+    {
+        // SAFETY: The first call of this module load: no link type of this layer was
+        // registered yet, so no `newlink` has used the lock, and no other call gets here.
+        unsafe { NEWLINK_LOCK.init() };
+        LOCK_STATE.store(LOCK_READY, Release);
+    } else {
+        while LOCK_STATE.load(Acquire) != LOCK_READY {
+            core::hint::spin_loop();
+        }
+    }
+}
 
 /// Handler of `rdma link add` for one link type.
 pub(crate) trait LinkDriver: 'static {
@@ -82,14 +103,7 @@ impl<T: LinkDriver> Registration<T> {
             _p: PhantomData,
         });
         let once = |slot: *mut Self| {
-            // Registrations are made at module load, one after the other (a pinned
-            // initialiser runs once, from the module's init).
-            if LOCK_READY.cmpxchg(false, true, Relaxed).is_ok() {
-                // SAFETY: The first registration of this module load: no link type of
-                // this layer was ever registered, so no `newlink` has used the lock,
-                // and this runs once.
-                unsafe { NEWLINK_LOCK.init() };
-            }
+            lock_ready();
             // SAFETY: Per this closure's caller, `slot` is valid for initialising a
             // pinned `Self`.
             unsafe { register.__pinned_init(slot) }
