@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build the Debian sid tree that serves as the toolchain (entered with chroot) and as
 # the QEMU guest's root file system (over virtio-9p). Cached under $RXE_RS_CACHE, keyed
-# by the package list and this script; downloaded .debs are kept between builds.
+# by the package lists (rootfs-packages.txt, guest-packages.txt) and this script;
+# downloaded .debs are kept between builds.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,7 +20,8 @@ debs=$RXE_RS_CACHE/debs
 mkdir -p "$debs"
 rm -rf "$root" "$root.tmp"
 
-pkgs=$(grep -v '^#' "$TOOLS_DIR/rootfs-packages.txt" | tr '\n' ',' | sed 's/,*$//')
+pkgs=$(cat "$TOOLS_DIR/rootfs-packages.txt" "$TOOLS_DIR/guest-packages.txt" | grep -v '^#' |
+	tr '\n' ',' | sed 's/,*$//')
 
 mmdebstrap --variant=apt --mode=root \
 	--aptopt='Acquire::Check-Valid-Until "false"' \

@@ -113,6 +113,17 @@ else
 fi
 stage_end
 
+# DKMS: dkms.conf as shipped builds the module against the test kernel's build tree, and
+# DKMS skips a kernel without Rust saying why (tools/dkms-check.sh).
+stage_start "DKMS: dkms.conf builds rxe_rs for the test kernel, skips one without Rust"
+if "$TOOLS_DIR/dkms-check.sh" > "$out/dkms.log" 2>&1; then
+	pass "dkms build"
+else
+	tail -n 40 "$out/dkms.log"
+	fail "dkms build"
+fi
+stage_end
+
 stage_start "selftests build"
 make_share test
 stage_end
@@ -347,6 +358,9 @@ else
 				echo 'mount --bind /tmp/modprobe.d /etc/modprobe.d'
 				echo 'make -s -C /mnt/host/src install KO=/mnt/host/rxe_rs.ko'
 			fi
+			# What rdma-core's udev rules load on a real machine when an RDMA device
+			# appears (the guest has no udev): rping needs /dev/infiniband/rdma_cm.
+			echo 'modprobe -a rdma_cm rdma_ucm'
 			echo 'cd /mnt/host/kselftest && ./run_kselftest.sh -c rdma'
 		} > "$out/cmd-ksrdma-$drv.sh"
 		"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout 900 \

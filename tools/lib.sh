@@ -125,12 +125,17 @@ cache_key() {
 ROOTFS_RECIPE=1
 KERNEL_RECIPE=1
 
+# The toolchain's key, which the kernels' keys include: the packages of
+# rootfs-packages.txt and the recipe.
 rootfs_key() {
 	printf 'recipe %s\n' "$ROOTFS_RECIPE" | cache_key - "$TOOLS_DIR/rootfs-packages.txt"
 }
 
+# The tree's own key: the toolchain's and the guest-only packages of guest-packages.txt,
+# which no build uses (adding one makes a new tree, not new kernels).
 rootfs_dir() {
-	printf '%s/rootfs-%s\n' "$RXE_RS_CACHE" "$(rootfs_key)"
+	printf '%s/rootfs-%s\n' "$RXE_RS_CACHE" \
+		"$(printf 'toolchain %s\n' "$(rootfs_key)" | cache_key - "$TOOLS_DIR/guest-packages.txt")"
 }
 
 # Run a command inside the toolchain tree, in a private mount namespace so that the
