@@ -158,12 +158,20 @@ impl KernelQueue {
         })
     }
 
+    /// The slot `n` places after the oldest, for `n` at most the length: `head` is below
+    /// it, so one subtraction wraps the sum. (No `%`: a division the compiler cannot
+    /// prove nonzero calls a panic that objtool does not know as one.)
+    fn slot_after_head(&self, n: usize) -> usize {
+        let i = self.head + n;
+        i.checked_sub(self.slots.len()).unwrap_or(i)
+    }
+
     fn push(&mut self, c: &Completion) -> bool {
-        let len = self.slots.len();
-        if self.count == len {
+        if self.count >= self.slots.len() {
             return false;
         }
-        self.slots[(self.head + self.count) % len] = *c;
+        let i = self.slot_after_head(self.count);
+        self.slots[i] = *c;
         self.count += 1;
         true
     }
@@ -173,7 +181,7 @@ impl KernelQueue {
             return None;
         }
         let c = self.slots[self.head];
-        self.head = (self.head + 1) % self.slots.len();
+        self.head = self.slot_after_head(1);
         self.count -= 1;
         Some(c)
     }

@@ -191,15 +191,26 @@ impl RespState {
     /// Keeps a new resource (replacing the oldest when `limit` are kept); returns its
     /// index.
     fn keep(&mut self, r: Resource, limit: usize) -> usize {
-        let limit = limit.clamp(1, self.res.capacity().max(1));
+        let limit = limit.min(self.res.capacity()).max(1);
         if self.res.len() < limit {
             if self.res.push_within_capacity(r).is_ok() {
                 return self.res.len() - 1;
             }
             return 0;
         }
-        let i = self.res_next % self.res.len();
-        self.res[i] = r;
+        // `res_next` is the slot after the last one replaced, at most the length: past
+        // the last slot, the first is the oldest. (No `%`: a division the compiler cannot
+        // prove nonzero calls a panic that objtool does not know as one.)
+        let i = if self.res_next < self.res.len() {
+            self.res_next
+        } else {
+            0
+        };
+        let Some(slot) = self.res.get_mut(i) else {
+            // No slot at all (a QP with no room for resources).
+            return 0;
+        };
+        *slot = r;
         self.res_next = i + 1;
         if self.cur == Some(i) {
             // The answer it replaced is not sent on (only a requester beyond its limit
