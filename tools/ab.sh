@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make ab: rxe_rs's speed at several commits, side by side in one guest. The module of
-# each commit is built (in a git worktree under build/ab/, with this checkout's tools,
-# so that they share the cached kernel), and one guest loads them in turn, round after
-# round (the order reversed every other round, so that a drift of the machine spreads
-# over all), running on one device's loopback:
+# each commit is built (in a git worktree under build/ab/, with this checkout's tools
+# and kernel configuration fragments, so that they share the cached kernel), and one
+# guest loads them in turn, round after round (the order reversed every other round,
+# so that a drift of the machine spreads over all), running on one device's loopback:
 #   READ latency   ib_read_lat -s 64, typical (us)
 #   atomics        ib_atomic_bw (Mpps)
 #   SEND 4 KiB     ib_send_bw -s 4096 (MiB/s)
@@ -55,8 +55,12 @@ for rev in "$@"; do
 		if [ ! -d "$wt" ]; then
 			git -C "$TOP_DIR" worktree add --detach -f "$wt" "$sha" >/dev/null
 		fi
-		rm -rf "$wt/tools"
+		# This checkout's tools and kernel configuration fragments (the kernels'
+		# cache keys), so that every module is built against the cached kernel.
+		rm -rf "$wt/tools" "$wt/kernel/configs"
 		cp -a "$TOOLS_DIR" "$wt/tools"
+		mkdir -p "$wt/kernel"
+		cp -a "$TOP_DIR/kernel/configs" "$wt/kernel/configs"
 		"$wt/tools/build-module.sh" test > "$out/build-$sha.log" 2>&1 ||
 			die "the module of $rev does not build (see $out/build-$sha.log)"
 		cp "$wt/build/test/rxe_rs.ko" "$share/$name.ko"
