@@ -216,6 +216,13 @@ t_ah() { vo ah; }
 t_mr() { vo mr; }
 t_mw() { vo mw; }
 t_mcast_busy() { vo mcast_busy; }
+# Conformance where the verbs decide (issue 16, item 7; verbs_objects.c says what each
+# check asserts).
+t_inline_not_for_read() { vo inline_not_for_read; }
+t_ud_too_long() { vo ud_too_long_dropped; }
+t_recv_in_err() { vo recv_in_err_flushed; }
+t_mw_zero_based() { vo mw_zero_based; }
+t_limits_creatable() { vo limits_creatable; }
 t_destroy_ipis() { vo destroy_no_ipi_storm; }
 t_mcast_lids() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: the second detach fails and the QP outlives its process"; return 4; fi
@@ -1831,6 +1838,11 @@ run ah_create_destroy_pd_busy t_ah
 run mr_reg_dereg_keys_pd_busy t_mr
 run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
+run inline_read_atomic_refused t_inline_not_for_read
+run ud_longer_than_receive_dropped t_ud_too_long
+run recv_posted_in_err_flushed t_recv_in_err
+run mw_type2_zero_based t_mw_zero_based
+run limits_creatable_at_their_value t_limits_creatable
 run core_ebusy_qp_attached_to_mcast t_mcast_busy
 run mcast_one_group_several_lids t_mcast_lids
 run close_device_with_every_object t_close_with_all

@@ -1516,6 +1516,368 @@ static int check_mw(struct ibv_context *ctx)
 	return ibv_dealloc_pd(pd) ? 1 : 0;
 }
 
+/* ---- Conformance: where the verbs decide, as a NIC behaves ---- */
+
+/* The one completion of `cq` within 3 s, or a failure naming `what`. */
+static int one_completion(struct ibv_cq *cq, struct ibv_wc *wc, const char *what)
+{
+	int n = drain_cq(cq, wc, 1, 3000);
+
+	if (n != 1)
+		FAIL("%s: %d completions, want 1", what, n);
+	return 0;
+}
+
+/*
+ * An RC QP connected to itself that moves data: as walk_to(RTS), but sending from the
+ * PSN it expects (to_state's two PSNs differ, which query checks tell apart).
+ */
+static struct ibv_qp *rc_loop(struct qp_env *e)
+{
+	struct ibv_qp *qp = make_qp(e, IBV_QPT_RC, 8, 1);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS, .sq_psn = 0x123456, .timeout = 14,
+				 .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 3 };
+
+	if (!qp || walk_to(e, qp, IBV_QPS_RTR) ||
+	    ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		return NULL;
+	return qp;
+}
+
+/*
+ * Inline data is a payload to send: an RDMA READ or an atomic posted with
+ * IBV_SEND_INLINE has nowhere for what it brings back, and completes with
+ * LOC_QP_OP_ERR or LOC_PROT_ERR (not a length error), its own wr_id, and no effect.
+ */
+static int check_inline_not_for_read(struct ibv_context *ctx)
+{
+	static uint64_t buf[4];
+	const enum ibv_wr_opcode ops[] = { IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD };
+	struct qp_env e;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	if (!(mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)))
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	for (unsigned int i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
+		struct ibv_qp *qp = rc_loop(&e);
+		struct ibv_sge sge = { .addr = (uintptr_t)&buf[0], .length = 8, .lkey = mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 40 + i, .sg_list = &sge, .num_sge = 1,
+					  .opcode = ops[i],
+					  .send_flags = IBV_SEND_SIGNALED | IBV_SEND_INLINE }, *bad;
+		int ret;
+
+		buf[0] = 0x1111;
+		buf[2] = 0x2222;
+		if (ops[i] == IBV_WR_RDMA_READ)
+			wr.wr.rdma = (typeof(wr.wr.rdma)){ .remote_addr = (uintptr_t)&buf[2],
+							   .rkey = mr->rkey };
+		else
+			wr.wr.atomic = (typeof(wr.wr.atomic)){ .remote_addr = (uintptr_t)&buf[2],
+							       .compare_add = 1, .rkey = mr->rkey };
+		if (!qp)
+			FAIL("QP: %s", strerror(errno));
+		if ((ret = ibv_post_send(qp, &wr, &bad))) {
+			fprintf(stderr, "opcode %d with inline refused at post: %s\n", ops[i],
+				strerror(ret));
+		} else {
+			if (one_completion(e.scq, &wc, "inline READ or atomic"))
+				return 1;
+			fprintf(stderr, "opcode %d with inline: status %s\n", ops[i],
+				ibv_wc_status_str(wc.status));
+			if (wc.wr_id != 40 + i || (wc.status != IBV_WC_LOC_QP_OP_ERR &&
+						   wc.status != IBV_WC_LOC_PROT_ERR))
+				FAIL("wr_id %llu status %s, want %u and LOC_QP_OP_ERR or LOC_PROT_ERR",
+				     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+				     40 + i);
+		}
+		if (buf[0] != 0x1111 || buf[2] != 0x2222)
+			FAIL("memory changed: %#llx %#llx", (unsigned long long)buf[0],
+			     (unsigned long long)buf[2]);
+		if (ibv_destroy_qp(qp))
+			FAIL("ibv_destroy_qp: %s", strerror(errno));
+	}
+	if (ibv_dereg_mr(mr))
+		FAIL("ibv_dereg_mr: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * Two UD QPs in RTS on one env, the receiver's buffer registered for local writes and
+ * the sender's for sending, and an AH to the receiver's address.
+ */
+struct ud_env {
+	struct qp_env e;
+	struct ibv_qp *tx, *rx;
+	struct ibv_ah *ah;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_sge rsge, ssge;
+};
+
+static int ud_open(struct ibv_context *ctx, struct ud_env *u, void *rbuf, uint32_t rlen,
+		   void *sbuf, uint32_t slen)
+{
+	if (env_open(ctx, &u->e, 0))
+		return 1;
+	if (!(u->tx = make_qp(&u->e, IBV_QPT_UD, 8, 1)) || !(u->rx = make_qp(&u->e, IBV_QPT_UD, 8, 1)))
+		FAIL("UD QPs: %s", strerror(errno));
+	if (walk_to(&u->e, u->tx, IBV_QPS_RTS) || walk_to(&u->e, u->rx, IBV_QPS_RTS))
+		return 1;
+	u->ah = make_ah(&u->e, u->e.gid_index);
+	u->rmr = ibv_reg_mr(u->e.pd, rbuf, rlen, IBV_ACCESS_LOCAL_WRITE);
+	u->smr = ibv_reg_mr(u->e.pd, sbuf, slen, 0);
+	if (!u->ah || !u->rmr || !u->smr)
+		FAIL("AH and MRs: %s", strerror(errno));
+	u->rsge = (struct ibv_sge){ .addr = (uintptr_t)rbuf, .length = rlen, .lkey = u->rmr->lkey };
+	u->ssge = (struct ibv_sge){ .addr = (uintptr_t)sbuf, .length = slen, .lkey = u->smr->lkey };
+	return 0;
+}
+
+static int ud_close(struct ud_env *u)
+{
+	if (ibv_destroy_qp(u->tx) || ibv_destroy_qp(u->rx) || ibv_destroy_ah(u->ah) ||
+	    ibv_dereg_mr(u->rmr) || ibv_dereg_mr(u->smr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&u->e);
+}
+
+/* A receive of the whole receive buffer, posted to the receiving QP. */
+static int ud_recv(struct ud_env *u, uint64_t wr_id)
+{
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &u->rsge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(u->rx, &wr, &bad);
+}
+
+/* A datagram of the first `len` bytes of the send buffer, sent and completed. */
+static int ud_send(struct ud_env *u, uint32_t len, struct ibv_wc *wc)
+{
+	struct ibv_sge sge = u->ssge;
+	struct ibv_send_wr wr = { .wr_id = len, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .ud = { .ah = u->ah, .remote_qpn = u->rx->qp_num,
+						  .remote_qkey = 0x11111111 } } }, *bad;
+
+	sge.length = len;
+	if (ibv_post_send(u->tx, &wr, &bad))
+		FAIL("ibv_post_send: %s", strerror(errno));
+	if (one_completion(u->e.scq, wc, "send"))
+		return 1;
+	if (wc->status != IBV_WC_SUCCESS)
+		FAIL("a datagram of %u bytes: %s, want success", len, ibv_wc_status_str(wc->status));
+	return 0;
+}
+
+/*
+ * A datagram longer than the receive WQE's buffers is dropped at the receiver, as by
+ * a NIC (C9-92): no receive completion, the WQE stays for the next datagram that fits,
+ * and the sender's work request completes successfully.
+ */
+static int check_ud_too_long_dropped(struct ibv_context *ctx)
+{
+	static char rbuf[40 + 16], sbuf[100];
+	struct ud_env u;
+	struct ibv_wc wc;
+
+	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf)))
+		return 1;
+	if (ud_recv(&u, 7))
+		FAIL("ibv_post_recv: %s", strerror(errno));
+	memset(sbuf, 'L', sizeof(sbuf));
+	if (ud_send(&u, sizeof(sbuf), &wc))
+		return 1;
+	if (drain_cq(u.e.rcq, &wc, 1, 500) != 0)
+		FAIL("a receive completion (status %s, wr_id %llu) for a datagram longer than its buffer",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	memset(sbuf, 'S', 16);
+	if (ud_send(&u, 16, &wc) || one_completion(u.e.rcq, &wc, "the receive of the short datagram"))
+		return 1;
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 7 || wc.byte_len != 40 + 16 ||
+	    memcmp(rbuf + 40, "SSSSSSSSSSSSSSSS", 16))
+		FAIL("receive: status %s wr_id %llu len %u", ibv_wc_status_str(wc.status),
+		     (unsigned long long)wc.wr_id, wc.byte_len);
+	return ud_close(&u);
+}
+
+/*
+ * A receive a process posts to a QP already in the error state completes with
+ * WR_FLUSH_ERR. librxe posts receives without a system call: the device learns of it
+ * when a packet reaches the QP (here a datagram from another QP).
+ */
+static int check_recv_in_err_flushed(struct ibv_context *ctx)
+{
+	static char rbuf[64], sbuf[16];
+	struct ud_env u;
+	struct ibv_wc wc;
+
+	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf)))
+		return 1;
+	if (to_state(&u.e, u.rx, IBV_QPS_ERR))
+		FAIL("to ERR: %s", strerror(errno));
+	if (ud_recv(&u, 9))
+		FAIL("ibv_post_recv in ERR: %s", strerror(errno));
+	if (ud_send(&u, sizeof(sbuf), &wc) || one_completion(u.e.rcq, &wc, "the receive posted in ERR"))
+		return 1;
+	if (wc.status != IBV_WC_WR_FLUSH_ERR || wc.wr_id != 9 || wc.qp_num != u.rx->qp_num)
+		FAIL("receive: status %s wr_id %llu qp %u, want WR_FLUSH_ERR 9 %u",
+		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id, wc.qp_num,
+		     u.rx->qp_num);
+	return ud_close(&u);
+}
+
+/* Page-aligned: an MR at iova 0 keeps its memory's offset in the page. */
+static char mw_buf[256] __attribute__((aligned(4096))), mw_local[16];
+
+/*
+ * Binds a type 2 window of 128 bytes at `addr` of `mr` (which covers mw_buf) through a
+ * fresh RC QP, zero-based if `zb`, and accesses it through that QP at the addresses
+ * `origin` + offset: a WRITE of 16 bytes at offset 16 lands at mw_buf + 80, a READ at
+ * offset 0 reads mw_buf + 64, and a WRITE crossing the window's end fails (the QP ends
+ * in the error state) and writes nothing.
+ */
+static int mw_through(struct qp_env *e, struct ibv_mr *mr, uint64_t addr, int zb, uint64_t origin,
+		      struct ibv_mr *lmr)
+{
+	struct ibv_qp *qp;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	uint32_t rkey;
+
+	if (!(mw = ibv_alloc_mw(e->pd, IBV_MW_TYPE_2)) || !(qp = rc_loop(e)))
+		FAIL("setup: %s", strerror(errno));
+	rkey = ibv_inc_rkey(mw->rkey);
+	struct ibv_send_wr bind = {
+		.wr_id = 1, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+		.bind_mw = { .mw = mw, .rkey = rkey,
+			     .bind_info = { .mr = mr, .addr = addr, .length = 128,
+					    .mw_access_flags = IBV_ACCESS_REMOTE_READ |
+						IBV_ACCESS_REMOTE_WRITE |
+						(zb ? IBV_ACCESS_ZERO_BASED : 0) } },
+	}, *bad;
+	if (ibv_post_send(qp, &bind, &bad) || one_completion(e->scq, &wc, "bind"))
+		FAIL("bind not posted: %s", strerror(errno));
+	if (wc.status != IBV_WC_SUCCESS)
+		FAIL("bind: %s", ibv_wc_status_str(wc.status));
+	memset(mw_buf, '.', sizeof(mw_buf));
+	memcpy(mw_local, "WRITTENTHROUGHMW", 16);
+	struct ibv_sge sge = { .addr = (uintptr_t)mw_local, .length = 16, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .rdma = { .remote_addr = origin + 16, .rkey = rkey } } };
+	if (ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "WRITE"))
+		FAIL("WRITE not posted: %s", strerror(errno));
+	if (wc.status != IBV_WC_SUCCESS || memcmp(mw_buf + 80, "WRITTENTHROUGHMW", 16) ||
+	    mw_buf[79] != '.' || mw_buf[96] != '.')
+		FAIL("WRITE at offset 16: %s, memory at +80: %.16s", ibv_wc_status_str(wc.status),
+		     mw_buf + 80);
+	memcpy(mw_buf + 64, "READTHROUGHTHEMW", 16);
+	wr = (struct ibv_send_wr){ .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				   .wr = { .rdma = { .remote_addr = origin, .rkey = rkey } } };
+	if (ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "READ"))
+		FAIL("READ not posted: %s", strerror(errno));
+	if (wc.status != IBV_WC_SUCCESS || memcmp(mw_local, "READTHROUGHTHEMW", 16))
+		FAIL("READ at offset 0: %s, read %.16s", ibv_wc_status_str(wc.status), mw_local);
+	wr = (struct ibv_send_wr){ .wr_id = 4, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				   .wr = { .rdma = { .remote_addr = origin + 120, .rkey = rkey } } };
+	if (ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "WRITE past the end"))
+		FAIL("WRITE not posted: %s", strerror(errno));
+	/*
+	 * The QP is its own responder: the access error moves it to the error state, which
+	 * may flush the WRITE before the NAK reaches it.
+	 */
+	if ((wc.status != IBV_WC_REM_ACCESS_ERR && wc.status != IBV_WC_WR_FLUSH_ERR) ||
+	    qp_state(qp) != IBV_QPS_ERR || mw_buf[64 + 128] != '.' || mw_buf[64 + 120] != '.')
+		FAIL("WRITE crossing the window's end: %s, QP state %d, want REM_ACCESS_ERR",
+		     ibv_wc_status_str(wc.status), qp_state(qp));
+	if (ibv_destroy_qp(qp) || ibv_dealloc_mw(mw))
+		FAIL("teardown: %s", strerror(errno));
+	return 0;
+}
+
+/*
+ * Type 2 windows whose addresses start at 0: one bound over an MR registered at iova 0
+ * (a zero-based MR), one bound zero-based (IBV_ACCESS_ZERO_BASED) over an MR at its
+ * virtual address, each at byte 64 of the MR's memory.
+ */
+static int check_mw_zero_based(struct ibv_context *ctx)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND;
+	struct qp_env e;
+	struct ibv_mr *zmr, *mr, *lmr;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	zmr = ibv_reg_mr_iova(e.pd, mw_buf, sizeof(mw_buf), 0, access);
+	mr = ibv_reg_mr(e.pd, mw_buf, sizeof(mw_buf), access);
+	lmr = ibv_reg_mr(e.pd, mw_local, sizeof(mw_local), IBV_ACCESS_LOCAL_WRITE);
+	if (!zmr || !mr || !lmr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	fprintf(stderr, "a window at 64 of an MR at iova 0\n");
+	if (mw_through(&e, zmr, 64, 0, 64, lmr))
+		return 1;
+	fprintf(stderr, "a zero-based window at 64 of an MR at its address\n");
+	if (mw_through(&e, mr, (uintptr_t)mw_buf + 64, 1, 0, lmr))
+		return 1;
+	if (ibv_dereg_mr(zmr) || ibv_dereg_mr(mr) || ibv_dereg_mr(lmr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * Every queue limit ibv_query_device() advertises can be created at its value: an SRQ
+ * of max_srq_wr WQEs of max_srq_sge SGEs, QPs of max_qp_wr send or receive WQEs and of
+ * max_sge SGEs, a CQ of max_cqe entries.
+ */
+static int check_limits_creatable(struct ibv_context *ctx)
+{
+	struct ibv_device_attr da;
+	struct qp_env e;
+	struct ibv_srq *srq;
+	struct ibv_cq *cq;
+
+	if (ibv_query_device(ctx, &da))
+		FAIL("ibv_query_device: %s", strerror(errno));
+	if (env_open(ctx, &e, 0))
+		return 1;
+	fprintf(stderr, "max_qp_wr %d max_sge %d max_srq_wr %d max_srq_sge %d max_cqe %d\n",
+		da.max_qp_wr, da.max_sge, da.max_srq_wr, da.max_srq_sge, da.max_cqe);
+	if (!(srq = make_srq(e.pd, da.max_srq_wr, da.max_srq_sge, 0)))
+		FAIL("SRQ of max_srq_wr %d and max_srq_sge %d: %s", da.max_srq_wr,
+		     da.max_srq_sge, strerror(errno));
+	if (ibv_destroy_srq(srq))
+		FAIL("ibv_destroy_srq: %s", strerror(errno));
+	const struct ibv_qp_cap caps[] = {
+		{ .max_send_wr = da.max_qp_wr, .max_recv_wr = 1, .max_send_sge = 1, .max_recv_sge = 1 },
+		{ .max_send_wr = 1, .max_recv_wr = da.max_qp_wr, .max_send_sge = 1, .max_recv_sge = 1 },
+		{ .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = da.max_sge,
+		  .max_recv_sge = da.max_sge },
+	};
+	for (unsigned int i = 0; i < sizeof(caps) / sizeof(caps[0]); i++) {
+		struct ibv_qp_init_attr a = { .send_cq = e.scq, .recv_cq = e.rcq,
+					      .qp_type = IBV_QPT_RC, .cap = caps[i] };
+		struct ibv_qp *qp = ibv_create_qp(e.pd, &a);
+
+		if (!qp)
+			FAIL("QP of send %u/%u and receive %u/%u WQEs/SGEs: %s",
+			     caps[i].max_send_wr, caps[i].max_send_sge, caps[i].max_recv_wr,
+			     caps[i].max_recv_sge, strerror(errno));
+		if (ibv_destroy_qp(qp))
+			FAIL("ibv_destroy_qp: %s", strerror(errno));
+	}
+	if (!(cq = ibv_create_cq(ctx, da.max_cqe, NULL, NULL, 0)))
+		FAIL("CQ of max_cqe %d: %s", da.max_cqe, strerror(errno));
+	if (ibv_destroy_cq(cq))
+		FAIL("ibv_destroy_cq: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /* The function-call IPIs CPU `cpu` has taken (x86's CAL line of /proc/interrupts). */
 static long call_ipis(int cpu)
 {
@@ -2132,6 +2494,11 @@ static const struct check checks[] = {
 	{ "hostile_wqe_sge_count", check_hostile_wqe_sge_count },
 	{ "hostile_wqe_sge_overflow", check_hostile_wqe_sge_overflow },
 	{ "hostile_wqe_lkey", check_hostile_wqe_lkey },
+	{ "inline_not_for_read", check_inline_not_for_read },
+	{ "ud_too_long_dropped", check_ud_too_long_dropped },
+	{ "recv_in_err_flushed", check_recv_in_err_flushed },
+	{ "mw_zero_based", check_mw_zero_based },
+	{ "limits_creatable", check_limits_creatable },
 	{ NULL }
 };
 

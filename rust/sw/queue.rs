@@ -98,8 +98,9 @@ impl Geometry {
     }
 }
 
-/// The largest ring the device makes: 1 GiB, far above what its queue limits need.
-const MAX_QUEUE_BYTES: usize = 1 << 30;
+/// The largest ring the device makes: the header and 1 GiB of slots (2^20 of the
+/// largest send WQE).
+const MAX_QUEUE_BYTES: usize = HEADER_LEN + (1 << 30);
 
 /// A ring in shared memory.
 ///
@@ -225,9 +226,9 @@ mod tests {
         assert!(Geometry::new(1 << 24, 64).is_err_and(|e| e == EINVAL));
         assert!(Geometry::new(1, usize::MAX).is_err_and(|e| e == EINVAL));
         assert!(Geometry::new(1, MAX_QUEUE_BYTES).is_err_and(|e| e == EINVAL));
-        // Slots of exactly the memory limit: the header does not fit beside them.
-        assert!(Geometry::new((1 << 22) - 1, 256).is_err_and(|e| e == EINVAL));
-        assert!(Geometry::new((1 << 21) - 1, 256).is_ok());
+        // 1 GiB of slots beside the header, not one slot more.
+        assert!(Geometry::new((1 << 22) - 1, 256).is_ok());
+        assert!(Geometry::new(1 << 22, 256).is_err_and(|e| e == EINVAL));
     }
 
     /// The shape goes to the header librxe reads; the device reads its own copy back.

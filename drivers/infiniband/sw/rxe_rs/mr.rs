@@ -65,8 +65,8 @@ const MR_ACCESS: AccessFlags = AccessFlags::of(&[
     Access::Optional,
 ]);
 
-/// Access flags a bind may name (what counts for a window is its remote rights; a
-/// zero-based window, not offered as by rxe, is refused when bound).
+/// Access flags a bind may name (what counts for a window is its remote rights, and
+/// whether it is zero-based: a type 2 window may be, as by rxe).
 const MW_ACCESS: AccessFlags = AccessFlags::of(&[
     Access::LocalWrite,
     Access::RemoteWrite,
@@ -266,9 +266,13 @@ pub(crate) struct Region {
     mr: Arc<KeyEntry>,
     /// The MR's own first address (the start of its memory).
     base: u64,
-    /// What the key opens: all of the MR, or a window's part of it.
+    /// What the key opens, in the MR's addresses: all of the MR, or a window's part of
+    /// it.
     start: u64,
     length: u64,
+    /// The address the key's users give the first byte at `start`: `start` itself, or 0
+    /// through a zero-based window.
+    origin: u64,
 }
 
 /// Whether `len` bytes at `addr` lie inside the `length` bytes at `start`. Computed from
@@ -282,11 +286,14 @@ impl Region {
     /// Checks that `len` bytes at `iova` are inside the region; returns the offset of
     /// `iova` in the MR's memory.
     fn offset(&self, iova: u64, len: usize) -> Result<usize, AccessError> {
-        if !within(self.start, self.length, iova, len as u64) {
+        if !within(self.origin, self.length, iova, len as u64) {
             return Err(AccessError::Range);
         }
         // A window lies inside its MR: `start` is at or after `base`.
-        let off = iova.checked_sub(self.base).ok_or(AccessError::Range)?;
+        let off = iova
+            .checked_sub(self.origin)
+            .and_then(|rel| rel.checked_add(self.start.checked_sub(self.base)?))
+            .ok_or(AccessError::Range)?;
         usize::try_from(off).map_err(|_| AccessError::Range)
     }
 
@@ -380,6 +387,7 @@ impl KeyEntry {
             base,
             start: base,
             length,
+            origin: base,
         })
     }
 }
@@ -414,7 +422,7 @@ pub(crate) fn remote(
         return local(dev, rkey, pd, need);
     }
     let w = dev.mw_table.get(rkey >> 8).ok_or(AccessError::Key)?;
-    let (mr, start, length) = {
+    let (mr, start, length, origin) = {
         let b = w.state.lock();
         let type2 = matches!(w.memory, Memory::Window { type2: true });
         if w.key.load(Relaxed) != rkey
@@ -429,7 +437,12 @@ pub(crate) fn remote(
         // Found through the window, not its table: marked here, while the window is
         // bound (which keeps the MR from being deregistered).
         dev.mr_table.mark(&mr);
-        (mr, b.iova, b.length)
+        let origin = if b.access.contains(Access::ZeroBased) {
+            0
+        } else {
+            b.iova
+        };
+        (mr, b.iova, b.length, origin)
     };
     // A bound MR cannot be invalidated or deregistered: its range is as it was bound.
     let base = mr.state.lock().iova;
@@ -438,6 +451,7 @@ pub(crate) fn remote(
         base,
         start,
         length,
+        origin,
     })
 }
 
@@ -555,8 +569,9 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     } else {
         None
     };
+    // Only a type 2 window may be zero-based (o10-36.2.2).
     let access = AccessFlags::from_raw(b.access)
-        .filter(|a| a.within(MW_ACCESS) && !a.contains(Access::ZeroBased))
+        .filter(|a| a.within(MW_ACCESS) && (type2 || !a.contains(Access::ZeroBased)))
         .ok_or(OpError)?;
     // Window, MR and the QP binding are of one PD, whatever the window's type: the
     // keys are the process's to write, and name any object of the device.

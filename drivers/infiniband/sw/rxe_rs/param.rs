@@ -3,7 +3,10 @@
 //! Device limits; objects are counted against them with the generic layer's `Quota`.
 //!
 //! The limits are those rxe advertises, so that programs sizing themselves from
-//! `ibv_query_device()` see the same device on both drivers.
+//! `ibv_query_device()` see the same device on both drivers, but for the queue depths:
+//! a ring keeps one slot empty (librxe's rule) and has a power of two of them, so the
+//! deepest queue that fits `DEFAULT_MAX` slots is one less. Every limit can be created
+//! at its value (the queue's KUnit tests check the rings).
 
 /// Default maximum of most object counts and queue depths.
 const DEFAULT_MAX: u32 = 1 << 20;
@@ -12,7 +15,7 @@ pub(crate) const VENDOR_ID: u32 = 0xff_ffff;
 pub(crate) const MAX_MR_SIZE: u64 = u64::MAX;
 pub(crate) const PAGE_SIZE_CAP: u64 = 0xffff_f000;
 pub(crate) const MAX_QP: u32 = DEFAULT_MAX - 16;
-pub(crate) const MAX_QP_WR: u32 = DEFAULT_MAX;
+pub(crate) const MAX_QP_WR: u32 = DEFAULT_MAX - 1;
 pub(crate) const MAX_SGE: u32 = 32;
 pub(crate) const MAX_SGE_RD: u32 = 32;
 /// Inline bytes a send WQE may carry: as much as its SGEs would take.
@@ -30,7 +33,7 @@ pub(crate) const MAX_MCAST_QP_ATTACH: u32 = 56;
 pub(crate) const MAX_TOTAL_MCAST_QP_ATTACH: u32 = 0x70000;
 pub(crate) const MAX_AH: u32 = (1 << 15) - 1;
 pub(crate) const MAX_SRQ: u32 = DEFAULT_MAX - 0x0002_0001;
-pub(crate) const MAX_SRQ_WR: u32 = DEFAULT_MAX;
+pub(crate) const MAX_SRQ_WR: u32 = DEFAULT_MAX - 1;
 pub(crate) const MAX_SRQ_SGE: u32 = 27;
 pub(crate) const MAX_FAST_REG_PAGE_LIST_LEN: u32 = 512;
 pub(crate) const MAX_PKEYS: u16 = 64;

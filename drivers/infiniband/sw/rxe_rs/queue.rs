@@ -227,6 +227,19 @@ mod tests {
         r.take::<8>().map(u64::from_ne_bytes)
     }
 
+    /// Every queue depth `ibv_query_device()` advertises makes a ring, with the largest
+    /// WQEs and completions: the limits are what a process can create.
+    #[test]
+    fn advertised_limits_fit() {
+        use crate::sw::rxe_abi::UVERBS_WC_LEN;
+        use crate::wqe::MAX_SEND_WQE;
+        assert!(Geometry::new(param::MAX_QP_WR, MAX_SEND_WQE).is_ok());
+        assert!(Geometry::new(param::MAX_QP_WR, MAX_RECV_WQE).is_ok());
+        let srq_slot = RECV_WQE_HDR + param::MAX_SRQ_SGE as usize * SGE_LEN;
+        assert!(Geometry::new(param::MAX_SRQ_WR, srq_slot).is_ok());
+        assert!(Geometry::new(param::MAX_CQE, UVERBS_WC_LEN).is_ok());
+    }
+
     #[test]
     fn full_at_capacity_and_fifo() -> Result {
         let mut r = ring(5)?;

@@ -23,7 +23,7 @@ pub(crate) enum Counter {
     /// Packets that could not be sent (no route, no buffer).
     SendError,
     /// Received packets a QP dropped: wrong state, Q_Key or opcode, or no receive WQE
-    /// for a datagram.
+    /// for a datagram, or one too small for it.
     QpDropped,
     /// Times an RC requester went back to send unacknowledged packets again, for
     /// whatever reason (an acknowledgement timeout, a sequence NAK, an RNR NAK).

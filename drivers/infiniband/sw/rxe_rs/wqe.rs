@@ -69,8 +69,9 @@ pub(crate) fn for_each_piece(
 
 /// A WQE that was refused: more SGEs than the queue allows, inline data beyond its
 /// room, or a total length that overflows or passes the largest message
-/// (`LocLenErr`), or an opcode the device does not know (`LocQpOpErr`). It still
-/// completes (in error, with `status`), with the `wr_id` its first 8 bytes hold.
+/// (`LocLenErr`), or an opcode the device does not know or inline data on a READ or an
+/// atomic (`LocQpOpErr`). It still completes (in error, with `status`), with the
+/// `wr_id` its first 8 bytes hold.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Malformed {
     pub(crate) wr_id: u64,
@@ -126,6 +127,23 @@ impl SendWqe {
         let dma_length = u32_at(b, at::DMA_LENGTH);
         let num_sge = u32_at(b, at::DMA_NUM_SGE);
         let no_sges = matches!(opcode, Some(WrOpcode::Flush | WrOpcode::AtomicWrite));
+        let returns_data = matches!(
+            opcode,
+            Some(
+                WrOpcode::RdmaRead
+                    | WrOpcode::RdmaReadWithInv
+                    | WrOpcode::AtomicCmpAndSwp
+                    | WrOpcode::AtomicFetchAndAdd
+            )
+        );
+        if returns_data && flags.contains(SendFlag::Inline) {
+            // Inline data is a payload to send; what a READ or an atomic brings back
+            // needs SGEs to go to, and librxe wrote inline data in their place.
+            return Err(Malformed {
+                wr_id,
+                status: WcStatus::LocQpOpErr,
+            });
+        }
         let length = if opcode == Some(WrOpcode::Flush) {
             // No data: the length is that of the range to flush.
             dma_length

@@ -615,6 +615,12 @@ pub(crate) fn request(
     pkt: &Packet<'_>,
     ip: &[u8],
 ) -> Request {
+    if inner.state == QpState::Err && inner.rq.as_ref().is_some_and(|rq| rq.count() > 0) {
+        // librxe posts receives without a system call: a request for a QP in the error
+        // state may be the first the device hears of those posted since. The work item
+        // completes them with flush errors (as rxe's receiver does on a packet).
+        dev.wq.run(shared);
+    }
     if !matches!(
         inner.state,
         QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
@@ -1512,6 +1518,16 @@ fn datagram(
         _ => return false,
     }
     let payload = pkt.payload();
+    // GRH_LEN plus a payload of at most one MTU: no overflow.
+    let byte_len = (GRH_LEN + payload.len()) as u32;
+    if wqe.room().is_some_and(|room| room < byte_len) {
+        // Too long for the receive WQE: dropped as on a NIC (C9-92's class D, as rxe
+        // does), and the WQE serves the next datagram. The sender's work request
+        // completed when it left. (SGE lengths whose sum overflows are no room limit:
+        // the scatter below ends such a WQE in error.)
+        inner.resp.held = Some(wqe);
+        return false;
+    }
     let imm = pkt.imm();
     let mut fault = None;
     let status = match scatter(dev, shared, &wqe, 0, &[&grh, payload], &mut fault) {
@@ -1537,7 +1553,7 @@ fn datagram(
     };
     if status == WcStatus::Success {
         c.opcode = WcOpcode::Recv;
-        c.byte_len = (GRH_LEN + payload.len()) as u32;
+        c.byte_len = byte_len;
         c.src_qp = deth.src_qp;
         c.wc_flags = WcFlag::Grh.into();
         if let Some(imm) = imm {

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 
 //! The QP's work item: what the data path's runs leave to it (events to raise, faults
-//! of on-demand MRs to start, a requester or responder run to go on with), and the
-//! acknowledgement timeout and RNR timers.
+//! of on-demand MRs to start, a requester or responder run to go on with, receives
+//! posted to a QP in the error state), and the acknowledgement timeout and RNR timers.
 
 use super::odp::OdpWait;
 use super::req::timeout_ms;
@@ -26,6 +26,13 @@ impl TaskRun for QpShared {
             let mut inner = task.inner.lock();
             if inner.dead {
                 return;
+            }
+            if inner.state == QpState::Err {
+                // Receives a process posted since the QP entered the error state (see
+                // `resp::request`).
+                if let Some(rq) = &mut inner.rq {
+                    task.flush_ring(rq, None, &task.recv_cq, &task.dev.wq);
+                }
             }
             let kick = core::mem::take(&mut inner.kick);
             let respond = core::mem::take(&mut inner.respond);
