@@ -51,6 +51,44 @@ for f in "${frags[@]}"; do
 	inner_frags+=("/src/${f#"$TOP_DIR"/}")
 done
 
+# The object count of the last build of this flavor (2400 before there is one): what
+# the progress line counts towards.
+objects_file=$RXE_RS_CACHE/kernel-$flavor.objects
+total=$(cat "$objects_file" 2>/dev/null || true)
+[[ $total =~ ^[1-9][0-9]*$ ]] || total=2400
+
+# progress: reads kbuild's quiet output ("  TAG     target", a line a step) and counts
+# what it compiles (CC, AS, RUSTC) against `total`, on one line refreshed in place on a
+# terminal, or a line a minute in a log; the other steps' lines are not shown, anything
+# else goes on as it is.
+progress() {
+	local line n=0 last=$SECONDS shown=0
+	while IFS= read -r line; do
+		case $line in
+		"  CC "* | "  AS "* | "  RUSTC "*) n=$((n + 1)) ;;
+		"  "[A-Z]*) continue ;;
+		*)
+			# On a terminal, over the progress line.
+			[ ! -t 1 ] || printf '\r\033[K'
+			printf '%s\n' "$line"
+			continue
+			;;
+		esac
+		if [ -t 1 ]; then
+			((n - shown < 10)) && continue
+			printf '\r  %s kernel: %d of about %d objects (%d%%) ' "$flavor" "$n" "$total" \
+				$((n * 100 / total))
+			shown=$n
+		elif ((SECONDS - last >= 60)); then
+			printf '  %s kernel: %d of about %d objects (%d%%), %d min\n' "$flavor" "$n" \
+				"$total" $((n * 100 / total)) $((SECONDS / 60))
+			last=$SECONDS
+		fi
+	done
+	[ ! -t 1 ] || printf '\r\033[K'
+	printf '  %s kernel: %d objects compiled\n' "$flavor" "$n"
+}
+
 in_rootfs /bin/sh -ec '
 	src=$1; obj=$2; llvm=$3; jobs=$4; shift 4
 	mk() { make -C "$src" O="$obj" ${llvm:+LLVM=1} "$@"; }
@@ -70,11 +108,13 @@ in_rootfs /bin/sh -ec '
 		done
 	done
 	[ $missing = 0 ] || exit 1
-	mk -s rustavailable
-	mk -s -j"$jobs" bzImage modules
-	mk -s INSTALL_MOD_PATH="$obj/mod" INSTALL_MOD_STRIP=1 modules_install
-' build "$src" "$obj" "$llvm" "$(nproc)" "${inner_frags[@]}" >&2
+	mk -s rustavailable >&2
+	# Quiet (not silent) output: a line per object for the progress line.
+	mk -j"$jobs" bzImage modules
+	mk -s INSTALL_MOD_PATH="$obj/mod" INSTALL_MOD_STRIP=1 modules_install >&2
+' build "$src" "$obj" "$llvm" "$(nproc)" "${inner_frags[@]}" | progress >&2
 
+find "$out" -name '*.o' | wc -l > "$objects_file"
 touch "$out/.complete"
 for old in "$RXE_RS_CACHE"/kernel-"$flavor"-*; do
 	[ "$old" = "$out" ] || rm -rf "$old" 2>/dev/null ||
