@@ -569,9 +569,14 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     } else {
         None
     };
-    // Only a type 2 window may be zero-based (o10-36.2.2).
+    // Only a type 2 window may be zero-based (o10-36.2.2), and only over a process's
+    // memory (the DMA and fast-registration MRs of kernel consumers are read and
+    // written at their own addresses, see `Region::write`).
+    let over_user = mr
+        .as_ref()
+        .is_some_and(|m| matches!(m.memory, Memory::User(_) | Memory::Odp(..)));
     let access = AccessFlags::from_raw(b.access)
-        .filter(|a| a.within(MW_ACCESS) && (type2 || !a.contains(Access::ZeroBased)))
+        .filter(|a| a.within(MW_ACCESS) && (!a.contains(Access::ZeroBased) || (type2 && over_user)))
         .ok_or(OpError)?;
     // Window, MR and the QP binding are of one PD, whatever the window's type: the
     // keys are the process's to write, and name any object of the device.

@@ -166,7 +166,12 @@ impl WqeRing {
 
     /// The index after `index`.
     pub(crate) fn next_index(&self, index: u32) -> u32 {
-        index.wrapping_add(1) & self.ring.geometry().mask()
+        self.index_after(index, 1)
+    }
+
+    /// The index `n` slots after `index`.
+    pub(crate) fn index_after(&self, index: u32, n: u32) -> u32 {
+        index.wrapping_add(n) & self.ring.geometry().mask()
     }
 
     /// The number of slots (capacity plus the one that stays empty).

@@ -66,6 +66,24 @@ impl QpShared {
         }
     }
 
+    /// Completes at most `budget` of the work requests of `ring` as [`Self::flush_ring`];
+    /// whether some are left.
+    pub(super) fn flush_some(
+        &self,
+        ring: &mut WqeRing,
+        budget: u32,
+        cq: &CqHandle,
+        wq: &Workqueue,
+    ) -> bool {
+        if ring.count() <= budget {
+            self.flush_ring(ring, None, cq, wq);
+            return false;
+        }
+        let end = ring.index_after(ring.consumer(), budget);
+        self.flush_ring(ring, Some(end), cq, wq);
+        true
+    }
+
     /// Completes the work requests of `ring` before slot `end` (all of them for `None`)
     /// with a flush error on `cq`, in order. Once the CQ overflowed, the rest are
     /// consumed without completions.

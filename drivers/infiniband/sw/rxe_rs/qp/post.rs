@@ -30,6 +30,16 @@ impl RxeQp {
             | WrOpcode::RdmaWrite
             | WrOpcode::RdmaWriteWithImm => {}
             WrOpcode::LocalInv | WrOpcode::RegMr if connected => {}
+            // Inline data is a payload to send: what a READ or an atomic brings back
+            // goes to its SGEs, which inline data would take the place of.
+            WrOpcode::RdmaRead
+            | WrOpcode::RdmaReadWithInv
+            | WrOpcode::AtomicCmpAndSwp
+            | WrOpcode::AtomicFetchAndAdd
+                if flags.contains(SendFlag::Inline) =>
+            {
+                return Err(EINVAL)
+            }
             WrOpcode::RdmaRead
             | WrOpcode::RdmaReadWithInv
             | WrOpcode::AtomicCmpAndSwp

@@ -1495,6 +1495,12 @@ fn datagram(
         dev.counters.inc(Counter::QkeyViolation);
         return false;
     }
+    let mut grh = [0u8; GRH_LEN];
+    match ip.len() {
+        20 => grh[20..].copy_from_slice(ip),
+        40 => grh.copy_from_slice(ip),
+        _ => return false,
+    }
     let wqe = match take_recv(&dev.wq, shared, inner) {
         None => return false,
         Some(Ok(w)) => w,
@@ -1511,22 +1517,29 @@ fn datagram(
             return true;
         }
     };
-    let mut grh = [0u8; GRH_LEN];
-    match ip.len() {
-        20 => grh[20..].copy_from_slice(ip),
-        40 => grh.copy_from_slice(ip),
-        _ => return false,
-    }
     let payload = pkt.payload();
     // GRH_LEN plus a payload of at most one MTU: no overflow.
     let byte_len = (GRH_LEN + payload.len()) as u32;
     if wqe.room().is_some_and(|room| room < byte_len) {
-        // Too long for the receive WQE: dropped as on a NIC (C9-92's class D, as rxe
-        // does), and the WQE serves the next datagram. The sender's work request
-        // completed when it left. (SGE lengths whose sum overflows are no room limit:
-        // the scatter below ends such a WQE in error.)
-        inner.resp.held = Some(wqe);
-        return false;
+        // Too long for the receive WQE (SGE lengths whose sum overflows 32 bits have
+        // room for any datagram). The sender's work request completed when it left.
+        if shared.srq.is_none() {
+            // C9-92's class D, as on a NIC and in rxe: dropped, and the WQE serves the
+            // next datagram.
+            inner.resp.held = Some(wqe);
+            return false;
+        }
+        // Class E: a WQE of the shared queue is not kept from the other QPs; it
+        // completes in error (as in rxe).
+        let c = Completion {
+            wr_id: wqe.wr_id,
+            status: WcStatus::RemInvReqErr,
+            qp_num: shared.qp_num(),
+            wc_qp: shared.wc_qp,
+            ..Default::default()
+        };
+        RxeQp::complete(dev, shared, inner, true, &c, false);
+        return true;
     }
     let imm = pkt.imm();
     let mut fault = None;

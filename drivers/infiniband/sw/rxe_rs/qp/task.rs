@@ -15,6 +15,7 @@ use crate::ib::{
     task::{Task, TaskRun},
 };
 use crate::mr::Resolving;
+use crate::param;
 use crate::stats::Counter;
 use crate::RxeRs;
 use kernel::sync::Arc;
@@ -29,9 +30,13 @@ impl TaskRun for QpShared {
             }
             if inner.state == QpState::Err {
                 // Receives a process posted since the QP entered the error state (see
-                // `resp::request`).
+                // `resp::request`), a run's budget at a time: the process writes the
+                // producer index, and may claim a full ring.
                 if let Some(rq) = &mut inner.rq {
-                    task.flush_ring(rq, None, &task.recv_cq, &task.dev.wq);
+                    let wq = &task.dev.wq;
+                    if task.flush_some(rq, param::RUN_BUDGET, &task.recv_cq, wq) {
+                        wq.run(task);
+                    }
                 }
             }
             let kick = core::mem::take(&mut inner.kick);
