@@ -220,6 +220,7 @@ t_mcast_busy() { vo mcast_busy; }
 # check asserts).
 t_inline_not_for_read() { vo inline_not_for_read; }
 t_ud_too_long() { vo ud_too_long_dropped; }
+t_ud_too_long_srq() { vo ud_too_long_srq; }
 t_recv_in_err() { vo recv_in_err_flushed; }
 t_mw_zero_based() { vo mw_zero_based; }
 t_limits_creatable() { vo limits_creatable; }
@@ -1840,6 +1841,7 @@ run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
 run inline_read_atomic_refused t_inline_not_for_read
 run ud_longer_than_receive_dropped t_ud_too_long
+run ud_longer_than_srq_receive_rem_inv_req t_ud_too_long_srq
 run recv_posted_in_err_flushed t_recv_in_err
 run mw_type2_zero_based t_mw_zero_based
 run limits_creatable_at_their_value t_limits_creatable

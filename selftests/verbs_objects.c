@@ -1612,6 +1612,7 @@ static int check_inline_not_for_read(struct ibv_context *ctx)
  */
 struct ud_env {
 	struct qp_env e;
+	struct ibv_srq *srq;	/* the receiver's, if ud_open was asked for one */
 	struct ibv_qp *tx, *rx;
 	struct ibv_ah *ah;
 	struct ibv_mr *rmr, *smr;
@@ -1619,11 +1620,18 @@ struct ud_env {
 };
 
 static int ud_open(struct ibv_context *ctx, struct ud_env *u, void *rbuf, uint32_t rlen,
-		   void *sbuf, uint32_t slen)
+		   void *sbuf, uint32_t slen, int with_srq)
 {
+	memset(u, 0, sizeof(*u));
 	if (env_open(ctx, &u->e, 0))
 		return 1;
-	if (!(u->tx = make_qp(&u->e, IBV_QPT_UD, 8, 1)) || !(u->rx = make_qp(&u->e, IBV_QPT_UD, 8, 1)))
+	if (with_srq && !(u->srq = make_srq(u->e.pd, 8, 1, 0)))
+		FAIL("ibv_create_srq: %s", strerror(errno));
+	struct ibv_qp_init_attr ra = { .send_cq = u->e.rcq, .recv_cq = u->e.rcq, .srq = u->srq,
+				       .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 8, .max_send_sge = 1,
+						.max_recv_sge = 1 } };
+	if (!(u->tx = make_qp(&u->e, IBV_QPT_UD, 8, 1)) || !(u->rx = ibv_create_qp(u->e.pd, &ra)))
 		FAIL("UD QPs: %s", strerror(errno));
 	if (walk_to(&u->e, u->tx, IBV_QPS_RTS) || walk_to(&u->e, u->rx, IBV_QPS_RTS))
 		return 1;
@@ -1640,7 +1648,7 @@ static int ud_open(struct ibv_context *ctx, struct ud_env *u, void *rbuf, uint32
 static int ud_close(struct ud_env *u)
 {
 	if (ibv_destroy_qp(u->tx) || ibv_destroy_qp(u->rx) || ibv_destroy_ah(u->ah) ||
-	    ibv_dereg_mr(u->rmr) || ibv_dereg_mr(u->smr))
+	    ibv_dereg_mr(u->rmr) || ibv_dereg_mr(u->smr) || (u->srq && ibv_destroy_srq(u->srq)))
 		FAIL("teardown: %s", strerror(errno));
 	return env_close(&u->e);
 }
@@ -1650,7 +1658,7 @@ static int ud_recv(struct ud_env *u, uint64_t wr_id)
 {
 	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &u->rsge, .num_sge = 1 }, *bad;
 
-	return ibv_post_recv(u->rx, &wr, &bad);
+	return u->srq ? ibv_post_srq_recv(u->srq, &wr, &bad) : ibv_post_recv(u->rx, &wr, &bad);
 }
 
 /* A datagram of the first `len` bytes of the send buffer, sent and completed. */
@@ -1673,26 +1681,35 @@ static int ud_send(struct ud_env *u, uint32_t len, struct ibv_wc *wc)
 }
 
 /*
- * A datagram longer than the receive WQE's buffers is dropped at the receiver, as by
- * a NIC (C9-92): no receive completion, the WQE stays for the next datagram that fits,
- * and the sender's work request completes successfully.
+ * A datagram longer than the receive WQE's buffers (C9-92), the sender's work request
+ * completing successfully all the same. With its own receive queue the QP drops it (class
+ * D, as a NIC): no receive completion, the WQE stays for the next datagram that fits.
+ * With an SRQ, whose WQEs the QP must not keep from the others, the WQE completes with
+ * REM_INV_REQ_ERR (class E) and the next one takes the next datagram.
  */
-static int check_ud_too_long_dropped(struct ibv_context *ctx)
+static int ud_too_long(struct ibv_context *ctx, int with_srq)
 {
 	static char rbuf[40 + 16], sbuf[100];
 	struct ud_env u;
 	struct ibv_wc wc;
 
-	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf)))
+	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf), with_srq))
 		return 1;
-	if (ud_recv(&u, 7))
-		FAIL("ibv_post_recv: %s", strerror(errno));
+	if (ud_recv(&u, 7) || (with_srq && ud_recv(&u, 7)))
+		FAIL("post a receive: %s", strerror(errno));
 	memset(sbuf, 'L', sizeof(sbuf));
 	if (ud_send(&u, sizeof(sbuf), &wc))
 		return 1;
-	if (drain_cq(u.e.rcq, &wc, 1, 500) != 0)
+	if (!with_srq && drain_cq(u.e.rcq, &wc, 1, 500) != 0)
 		FAIL("a receive completion (status %s, wr_id %llu) for a datagram longer than its buffer",
 		     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	if (with_srq) {
+		if (one_completion(u.e.rcq, &wc, "the SRQ WQE of the long datagram"))
+			return 1;
+		if (wc.status != IBV_WC_REM_INV_REQ_ERR || wc.wr_id != 7)
+			FAIL("SRQ WQE of the long datagram: status %s wr_id %llu, want REM_INV_REQ_ERR 7",
+			     ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id);
+	}
 	memset(sbuf, 'S', 16);
 	if (ud_send(&u, 16, &wc) || one_completion(u.e.rcq, &wc, "the receive of the short datagram"))
 		return 1;
@@ -1702,6 +1719,9 @@ static int check_ud_too_long_dropped(struct ibv_context *ctx)
 		     (unsigned long long)wc.wr_id, wc.byte_len);
 	return ud_close(&u);
 }
+
+static int check_ud_too_long_dropped(struct ibv_context *c) { return ud_too_long(c, 0); }
+static int check_ud_too_long_srq(struct ibv_context *c) { return ud_too_long(c, 1); }
 
 /*
  * A receive a process posts to a QP already in the error state completes with
@@ -1714,7 +1734,7 @@ static int check_recv_in_err_flushed(struct ibv_context *ctx)
 	struct ud_env u;
 	struct ibv_wc wc;
 
-	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf)))
+	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf), 0))
 		return 1;
 	if (to_state(&u.e, u.rx, IBV_QPS_ERR))
 		FAIL("to ERR: %s", strerror(errno));
@@ -2496,6 +2516,7 @@ static const struct check checks[] = {
 	{ "hostile_wqe_lkey", check_hostile_wqe_lkey },
 	{ "inline_not_for_read", check_inline_not_for_read },
 	{ "ud_too_long_dropped", check_ud_too_long_dropped },
+	{ "ud_too_long_srq", check_ud_too_long_srq },
 	{ "recv_in_err_flushed", check_recv_in_err_flushed },
 	{ "mw_zero_based", check_mw_zero_based },
 	{ "limits_creatable", check_limits_creatable },
