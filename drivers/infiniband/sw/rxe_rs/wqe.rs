@@ -88,6 +88,18 @@ impl Malformed {
     }
 }
 
+/// Whether the operation brings data back into its SGEs (an RDMA READ or an atomic):
+/// it can carry no inline data, which is a payload to send.
+pub(crate) fn returns_data(opcode: WrOpcode) -> bool {
+    matches!(
+        opcode,
+        WrOpcode::RdmaRead
+            | WrOpcode::RdmaReadWithInv
+            | WrOpcode::AtomicCmpAndSwp
+            | WrOpcode::AtomicFetchAndAdd
+    )
+}
+
 /// A send WQE, copied and checked.
 pub(crate) struct SendWqe {
     pub(crate) wr_id: u64,
@@ -127,18 +139,8 @@ impl SendWqe {
         let dma_length = u32_at(b, at::DMA_LENGTH);
         let num_sge = u32_at(b, at::DMA_NUM_SGE);
         let no_sges = matches!(opcode, Some(WrOpcode::Flush | WrOpcode::AtomicWrite));
-        let returns_data = matches!(
-            opcode,
-            Some(
-                WrOpcode::RdmaRead
-                    | WrOpcode::RdmaReadWithInv
-                    | WrOpcode::AtomicCmpAndSwp
-                    | WrOpcode::AtomicFetchAndAdd
-            )
-        );
-        if returns_data && flags.contains(SendFlag::Inline) {
-            // Inline data is a payload to send; what a READ or an atomic brings back
-            // needs SGEs to go to, and librxe wrote inline data in their place.
+        if opcode.is_some_and(returns_data) && flags.contains(SendFlag::Inline) {
+            // librxe wrote the inline data where the SGEs would be.
             return Err(Malformed {
                 wr_id,
                 status: WcStatus::LocQpOpErr,

@@ -55,15 +55,20 @@ impl RxeQp {
 }
 
 impl QpShared {
-    /// The `WR_FLUSH_ERR` completion of the work request `wr_id`.
-    pub(super) fn flush_error(&self, wr_id: u64) -> Completion {
+    /// The completion of the work request `wr_id` that ended in error with `status`.
+    pub(super) fn error_completion(&self, wr_id: u64, status: WcStatus) -> Completion {
         Completion {
             wr_id,
-            status: WcStatus::WrFlushErr,
+            status,
             qp_num: self.qp_num.get(),
             wc_qp: self.wc_qp,
             ..Default::default()
         }
+    }
+
+    /// The `WR_FLUSH_ERR` completion of the work request `wr_id`.
+    pub(super) fn flush_error(&self, wr_id: u64) -> Completion {
+        self.error_completion(wr_id, WcStatus::WrFlushErr)
     }
 
     /// Completes at most `budget` of the work requests of `ring` as [`Self::flush_ring`];

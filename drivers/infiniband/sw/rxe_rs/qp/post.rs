@@ -12,7 +12,7 @@ use crate::ib::{
     wr::{RecvWr, SendWr},
 };
 use crate::sw::rxe_abi::{send as at, SEND_WQE_HDR, SGE_LEN};
-use crate::wqe::{put_at, put_sge, MAX_SEND_WQE};
+use crate::wqe::{put_at, put_sge, returns_data, MAX_SEND_WQE};
 use crate::RxeRs;
 use kernel::{cpu::CpuId, prelude::*, sync::atomic::Relaxed};
 
@@ -30,16 +30,8 @@ impl RxeQp {
             | WrOpcode::RdmaWrite
             | WrOpcode::RdmaWriteWithImm => {}
             WrOpcode::LocalInv | WrOpcode::RegMr if connected => {}
-            // Inline data is a payload to send: what a READ or an atomic brings back
-            // goes to its SGEs, which inline data would take the place of.
-            WrOpcode::RdmaRead
-            | WrOpcode::RdmaReadWithInv
-            | WrOpcode::AtomicCmpAndSwp
-            | WrOpcode::AtomicFetchAndAdd
-                if flags.contains(SendFlag::Inline) =>
-            {
-                return Err(EINVAL)
-            }
+            // The answer goes to the SGEs, which inline data would take the place of.
+            op if returns_data(op) && flags.contains(SendFlag::Inline) => return Err(EINVAL),
             WrOpcode::RdmaRead
             | WrOpcode::RdmaReadWithInv
             | WrOpcode::AtomicCmpAndSwp

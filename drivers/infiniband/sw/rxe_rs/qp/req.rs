@@ -899,13 +899,7 @@ pub(crate) fn fail(
     if inner.sq.consumer() == index && index != inner.sq.producer() {
         inner.sq.advance();
     }
-    let c = Completion {
-        wr_id,
-        status,
-        qp_num: shared.qp_num(),
-        wc_qp: shared.wc_qp,
-        ..Default::default()
-    };
+    let c = shared.error_completion(wr_id, status);
     RxeQp::complete(dev, shared, inner, false, &c, false);
     super::RxeQp::enter_err(dev, shared, inner);
 }

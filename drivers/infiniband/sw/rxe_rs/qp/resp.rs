@@ -1387,13 +1387,7 @@ fn responder_error(
     status: WcStatus,
 ) {
     if let Some(Msg::Send(wqe, _)) = inner.resp.msg.take() {
-        let c = Completion {
-            wr_id: wqe.wr_id,
-            status,
-            qp_num: shared.qp_num(),
-            wc_qp: shared.wc_qp,
-            ..Default::default()
-        };
+        let c = shared.error_completion(wqe.wr_id, status);
         RxeQp::complete(dev, shared, inner, true, &c, false);
     }
     let event = match status {
@@ -1506,13 +1500,7 @@ fn datagram(
         Some(Ok(w)) => w,
         Some(Err(m)) => {
             // A receive WQE that fails its checks: consumed with a length error.
-            let c = Completion {
-                wr_id: m.wr_id,
-                status: m.status,
-                qp_num: shared.qp_num(),
-                wc_qp: shared.wc_qp,
-                ..Default::default()
-            };
+            let c = shared.error_completion(m.wr_id, m.status);
             RxeQp::complete(dev, shared, inner, true, &c, false);
             return true;
         }
@@ -1531,13 +1519,7 @@ fn datagram(
         }
         // Class E: a WQE of the shared queue is not kept from the other QPs; it
         // completes in error (as in rxe).
-        let c = Completion {
-            wr_id: wqe.wr_id,
-            status: WcStatus::RemInvReqErr,
-            qp_num: shared.qp_num(),
-            wc_qp: shared.wc_qp,
-            ..Default::default()
-        };
+        let c = shared.error_completion(wqe.wr_id, WcStatus::RemInvReqErr);
         RxeQp::complete(dev, shared, inner, true, &c, false);
         return true;
     }
