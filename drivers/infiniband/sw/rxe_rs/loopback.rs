@@ -103,15 +103,15 @@ impl<T: LoopSink> TaskRun for LoopRx<T> {
                 }
             }
         }
-        // QPs that stopped at the backlog go on once the queue has room again.
-        let (waiting, n) = {
+        // QPs that stopped at the backlog go on once the queue has room again (their
+        // list is copied only if there are some: a run is per packet batch).
+        let resume = {
             let mut q = task.q.lock();
             let q = q.as_mut().project();
             let room = task.len.load(Relaxed) < LOOP_BACKLOG / 2;
-            let n = if room { core::mem::take(q.nwaiting) } else { 0 };
-            (*q.waiting, n)
+            (room && *q.nwaiting > 0).then(|| (*q.waiting, core::mem::take(q.nwaiting)))
         };
-        if n > 0 {
+        if let Some((waiting, n)) = resume {
             let _rcu = kernel::sync::rcu::read_lock();
             for &qpn in &waiting[..n] {
                 T::resume(&dev, qpn);

@@ -179,11 +179,10 @@ impl WqeRing {
         self.ring.geometry().mask() as usize + 1
     }
 
-    /// Copies out the work request in slot `index`, consumed or not.
-    pub(crate) fn read_at<const N: usize>(&self, index: u32) -> [u8; N] {
-        let mut b = [0u8; N];
-        self.ring.read_slot(index, &mut b);
-        b
+    /// Copies the start of the work request in slot `index` (consumed or not) into
+    /// `out`.
+    pub(crate) fn read_into(&self, index: u32, out: &mut [u8]) {
+        self.ring.read_slot(index, out);
     }
 
     /// Consumes the oldest work request (its slot is the producer's again).

@@ -100,8 +100,9 @@ pub(crate) fn returns_data(opcode: WrOpcode) -> bool {
     )
 }
 
-/// A send WQE, copied and checked.
-pub(crate) struct SendWqe {
+/// A send WQE, copied and checked: its fields, and the copy it was parsed from (which
+/// the caller keeps, so that the WQE's bytes are not moved around with it).
+pub(crate) struct SendWqe<'a> {
     pub(crate) wr_id: u64,
     pub(crate) opcode: WrOpcode,
     pub(crate) flags: SendFlags,
@@ -121,18 +122,18 @@ pub(crate) struct SendWqe {
     pub(crate) length: u32,
     num_sge: usize,
     /// The WQE's bytes (header, then SGEs or inline data).
-    bytes: [u8; MAX_SEND_WQE],
+    bytes: &'a [u8; MAX_SEND_WQE],
 }
 
-impl SendWqe {
+impl<'a> SendWqe<'a> {
     /// Parses a copied send WQE of a queue with room for `max_sge` SGEs and
     /// `max_inline` bytes of inline data.
     pub(crate) fn parse(
-        bytes: [u8; MAX_SEND_WQE],
+        bytes: &'a [u8; MAX_SEND_WQE],
         max_sge: u32,
         max_inline: u32,
     ) -> Result<Self, Malformed> {
-        let b = &bytes;
+        let b = bytes;
         let wr_id = u64_at(b, at::WR_ID);
         let flags = SendFlags::from_raw(u32_at(b, at::FLAGS));
         let opcode = WrOpcode::from_raw(u32_at(b, at::OPCODE));
@@ -210,7 +211,7 @@ impl SendWqe {
 
     /// What a BIND_MW asks.
     pub(crate) fn bind(&self) -> Bind {
-        let b = &self.bytes;
+        let b = self.bytes;
         Bind {
             addr: u64_at(b, at::MW_ADDR),
             length: u64_at(b, at::MW_LENGTH),
@@ -223,7 +224,7 @@ impl SendWqe {
 
     /// What a REG_MR asks: the MR's lkey, its new key and access rights.
     pub(crate) fn reg(&self) -> (u32, u32, u32) {
-        let b = &self.bytes;
+        let b = self.bytes;
         (
             u32_at(b, at::REG_LKEY),
             u32_at(b, at::REG_KEY),
@@ -233,7 +234,7 @@ impl SendWqe {
 
     /// What a FLUSH asks: the rkey, the placement type and the selectivity level.
     pub(crate) fn flush(&self) -> (u32, u8, u8) {
-        let b = &self.bytes;
+        let b = self.bytes;
         (
             u32_at(b, at::FLUSH_RKEY),
             b[at::FLUSH_TYPE],
@@ -266,7 +267,7 @@ impl SendWqe {
 
     /// The SGEs.
     pub(crate) fn sges(&self) -> impl Iterator<Item = Sge> + '_ {
-        (0..self.num_sge).map(|i| sge_at(&self.bytes, SEND_WQE_HDR + i * SGE_LEN))
+        (0..self.num_sge).map(|i| sge_at(self.bytes, SEND_WQE_HDR + i * SGE_LEN))
     }
 }
 

@@ -93,8 +93,9 @@ fn data_response(
         Ok(expected) => expected,
         Err(after) => return Response::Dropped(after),
     };
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
-    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
+    let mut bytes = [0u8; MAX_SEND_WQE];
+    inner.sq.read_into(head, &mut bytes);
+    let wqe = match SendWqe::parse(&bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length => w,
         _ => {
             fail(dev, shared, inner, head, rec.wr_id, WcStatus::LocQpOpErr);
@@ -173,7 +174,7 @@ fn place_response(
     inner: &mut QpInner,
     pkt: &Packet<'_>,
     (head, rec): (u32, SentWqe),
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
     fault: &mut Option<Fault>,
 ) -> Result<(Result<(), WcStatus>, bool), Response> {
     if is_atomic(rec.opcode) {
@@ -218,7 +219,7 @@ fn placed_response(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     (head, rec): (u32, SentWqe),
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
     last: bool,
 ) -> Response {
     inner.progress = true;

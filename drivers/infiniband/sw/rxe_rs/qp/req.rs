@@ -282,8 +282,9 @@ pub(crate) fn step(
     if head == inner.sq.producer() {
         return Step::Idle;
     }
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(head);
-    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
+    let mut bytes = [0u8; MAX_SEND_WQE];
+    inner.sq.read_into(head, &mut bytes);
+    let wqe = match SendWqe::parse(&bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
             fail(dev, shared, inner, head, m.wr_id, m.status);
@@ -336,7 +337,7 @@ pub(crate) fn is_local(opcode: WrOpcode) -> bool {
 fn local_op(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> Result<(), WcStatus> {
     match wqe.opcode {
         WrOpcode::LocalInv => {
@@ -363,15 +364,22 @@ fn connected(
     if has_unsent(inner) && backlogged(dev, &inner.attrs.av) {
         return Step::Backlog;
     }
-    let (index, offset) = match inner.req.cur {
-        Some(c) => c,
-        None => match start(dev, shared, inner) {
-            ControlFlow::Continue(index) => (index, 0),
+    if inner.req.cur.is_none() && inner.req.next == inner.sq.producer() {
+        return Step::Idle;
+    }
+    // The WQE's copy, which `wqe` borrows.
+    let mut buf = [0u8; MAX_SEND_WQE];
+    let (index, offset, rec, wqe) = match inner.req.cur {
+        Some((index, offset)) => {
+            let Some((rec, wqe)) = current(dev, shared, inner, index, &mut buf) else {
+                return Step::Again;
+            };
+            (index, offset, rec, wqe)
+        }
+        None => match start(dev, shared, inner, &mut buf) {
+            ControlFlow::Continue((index, wqe)) => (index, 0, inner.req.record(index), wqe),
             ControlFlow::Break(step) => return step,
         },
-    };
-    let Some((rec, wqe)) = current(dev, shared, inner, index) else {
-        return Step::Again;
     };
     if is_read_or_atomic(rec.opcode) {
         read_or_atomic(dev, ndev, shared, inner, (index, offset), rec, &wqe)
@@ -380,19 +388,17 @@ fn connected(
     }
 }
 
-/// Starts the next WQE of a connected QP: `Continue` with its index once its record is
-/// made and its first packet may be built, or `Break` with what the requester does
-/// instead (nothing to start, the window or a fence holds it, or it was completed
-/// without a packet: failed, or a local operation).
-fn start(
+/// Starts the next WQE of a connected QP (one is posted), copied into `buf`:
+/// `Continue` with its index and the WQE once its record is made and its first packet
+/// may be built, or `Break` with what the requester does instead (the window or a
+/// fence holds it, or it was completed without a packet: failed, or a local operation).
+fn start<'b>(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
-) -> ControlFlow<Step, u32> {
+    buf: &'b mut [u8; MAX_SEND_WQE],
+) -> ControlFlow<Step, (u32, SendWqe<'b>)> {
     let index = inner.req.next;
-    if index == inner.sq.producer() {
-        return ControlFlow::Break(Step::Idle);
-    }
     // Sending again after a NAK or a timeout: a local operation was carried
     // out already.
     if inner.req.record(index).local {
@@ -406,8 +412,8 @@ fn start(
             return ControlFlow::Break(Step::Idle);
         }
     }
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-    let wqe = match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
+    inner.sq.read_into(index, buf);
+    let wqe = match SendWqe::parse(buf, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) => w,
         Err(m) => {
             fail(dev, shared, inner, index, m.wr_id, m.status);
@@ -423,7 +429,7 @@ fn start(
     }
     may_start(dev, shared, inner, index, &wqe)?;
     record_start(inner, index, &wqe);
-    ControlFlow::Continue(index)
+    ControlFlow::Continue((index, wqe))
 }
 
 /// Whether a QP of type `qp_type` may carry a WQE of `opcode` (`is_user`: posted by a
@@ -456,7 +462,7 @@ fn start_local(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     index: u32,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> Step {
     // A fenced one waits for the READs and atomics before it.
     if wqe.flags.contains(SendFlag::Fence) && inner.req.rd_pending > 0 {
@@ -494,7 +500,7 @@ fn may_start(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     index: u32,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> ControlFlow<Step> {
     if is_atomic(wqe.opcode) && wqe.length < 8 {
         fail(dev, shared, inner, index, wqe.wr_id, WcStatus::LocLenErr);
@@ -515,7 +521,7 @@ fn may_start(
 
 /// Records the start of the WQE at `index`: the PSNs it takes, and one more READ or
 /// atomic outstanding.
-fn record_start(inner: &mut QpInner, index: u32, wqe: &SendWqe) {
+fn record_start(inner: &mut QpInner, index: u32, wqe: &SendWqe<'_>) {
     // A READ takes one PSN per response packet; the other requests answered
     // with a response (atomics, FLUSH, ATOMIC WRITE) one.
     let packets = if is_read_or_atomic(wqe.opcode) && !is_read(wqe.opcode) {
@@ -540,18 +546,19 @@ fn record_start(inner: &mut QpInner, index: u32, wqe: &SendWqe) {
     }
 }
 
-/// The WQE at `index` and its record, read again from the ring: it must still be the
-/// WQE that was started (its process can rewrite the slot meanwhile). One that changed
-/// fails, and `None` is returned.
-fn current(
+/// The WQE at `index` and its record, read again from the ring into `buf`: it must
+/// still be the WQE that was started (its process can rewrite the slot meanwhile). One
+/// that changed fails, and `None` is returned.
+fn current<'b>(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     index: u32,
-) -> Option<(SentWqe, SendWqe)> {
+    buf: &'b mut [u8; MAX_SEND_WQE],
+) -> Option<(SentWqe, SendWqe<'b>)> {
     let rec = inner.req.record(index);
-    let bytes = inner.sq.read_at::<MAX_SEND_WQE>(index);
-    match SendWqe::parse(bytes, shared.cap.max_send_sge, shared.cap.max_inline_data) {
+    inner.sq.read_into(index, buf);
+    match SendWqe::parse(buf, shared.cap.max_send_sge, shared.cap.max_inline_data) {
         Ok(w) if w.opcode == rec.opcode && w.length == rec.length && w.flags == rec.flags => {
             Some((rec, w))
         }
@@ -571,7 +578,7 @@ fn send_or_write(
     inner: &mut QpInner,
     (index, offset): (u32, u32),
     rec: SentWqe,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> Step {
     let payload = (rec.length - offset).min(inner.mtu_bytes());
     let first = offset == 0;
@@ -681,7 +688,7 @@ fn read_or_atomic(
     inner: &mut QpInner,
     (index, offset): (u32, u32),
     rec: SentWqe,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> Step {
     // A READ asked for again after lost responses asks for what it still lacks:
     // `offset` bytes (whole responses) were placed already.
@@ -726,7 +733,7 @@ fn read_or_atomic(
 /// The opcode, extended headers and payload (an ATOMIC WRITE's 8 bytes) of the request
 /// packet of a READ, atomic, FLUSH or ATOMIC WRITE; a READ asks from byte `offset` on.
 /// `None` if the READ's address would pass 2^64.
-fn request(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<(u8, Ext, Option<[u8; 8]>)> {
+fn request(rec: &SentWqe, wqe: &SendWqe<'_>, offset: u32) -> Option<(u8, Ext, Option<[u8; 8]>)> {
     Some(match rec.opcode {
         WrOpcode::RdmaRead | WrOpcode::RdmaReadWithInv => (0x0c, read_ext(rec, wqe, offset)?, None),
         WrOpcode::Flush => (0x1c, flush_ext(rec, wqe), None),
@@ -737,7 +744,7 @@ fn request(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<(u8, Ext, Option
 }
 
 /// The RETH of a READ request for the bytes from `offset` on.
-fn read_ext(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<Ext> {
+fn read_ext(rec: &SentWqe, wqe: &SendWqe<'_>, offset: u32) -> Option<Ext> {
     // The responder took the first request, so the address is below 2^64,
     // unless the process rewrote the slot meanwhile.
     let va = mr::iova_add(wqe.remote_addr, u64::from(offset)).ok()?;
@@ -752,7 +759,7 @@ fn read_ext(rec: &SentWqe, wqe: &SendWqe, offset: u32) -> Option<Ext> {
 }
 
 /// The RETH and FETH of a FLUSH.
-fn flush_ext(rec: &SentWqe, wqe: &SendWqe) -> Ext {
+fn flush_ext(rec: &SentWqe, wqe: &SendWqe<'_>) -> Ext {
     let (rkey, placement, selectivity) = wqe.flush();
     Ext {
         reth: Reth {
@@ -769,7 +776,7 @@ fn flush_ext(rec: &SentWqe, wqe: &SendWqe) -> Ext {
 }
 
 /// The RETH of an ATOMIC WRITE (8 bytes).
-fn atomic_write_ext(wqe: &SendWqe) -> Ext {
+fn atomic_write_ext(wqe: &SendWqe<'_>) -> Ext {
     Ext {
         reth: Reth {
             va: wqe.remote_addr,
@@ -781,7 +788,7 @@ fn atomic_write_ext(wqe: &SendWqe) -> Ext {
 }
 
 /// The atomic ETH of a compare and swap (`cmp`) or a fetch and add.
-fn atomic_ext(wqe: &SendWqe, cmp: bool) -> Ext {
+fn atomic_ext(wqe: &SendWqe<'_>, cmp: bool) -> Ext {
     Ext {
         atomic: AtomicEth {
             va: wqe.remote_addr,
@@ -798,7 +805,7 @@ fn atomic_ext(wqe: &SendWqe, cmp: bool) -> Ext {
 pub(crate) fn scatter_local(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
     (at, data): (usize, &[u8]),
     fault: &mut Option<Fault>,
 ) -> Result<(), WcStatus> {
@@ -863,7 +870,7 @@ pub(crate) fn complete_head(
 fn gather_at(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
     at: usize,
     out: &mut [u8],
     fault: &mut Option<Fault>,
@@ -911,7 +918,7 @@ fn ud(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     head: u32,
-    wqe: &SendWqe,
+    wqe: &SendWqe<'_>,
 ) -> Step {
     let imm = match wqe.opcode {
         WrOpcode::Send => false,

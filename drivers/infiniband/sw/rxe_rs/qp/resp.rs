@@ -190,22 +190,29 @@ impl RespState {
 
     /// Keeps a new resource (replacing the oldest when `limit` are kept); returns its
     /// index.
+    ///
+    /// The slots stay in the order the resources were kept, from the oldest (see
+    /// [`RespState::oldest`]) around to the newest; as requests are taken in sequence,
+    /// that is PSN order, which lets [`RespState::next_answer`] walk forward from the
+    /// answer just sent instead of looking at every slot.
     fn keep(&mut self, r: Resource, limit: usize) -> usize {
         let limit = limit.min(self.res.capacity()).max(1);
-        if self.res.len() < limit {
+        let len = self.res.len();
+        if len < limit {
+            if self.res_next != 0 {
+                // The limit grew (SQD to SQD) after slots were replaced: the oldest goes
+                // to slot 0 so that the new slot at the end is the newest.
+                let k = self.res_next.min(len);
+                self.res.rotate_left(k);
+                self.cur = self.cur.map(|c| if c >= k { c - k } else { c + (len - k) });
+                self.res_next = 0;
+            }
             if self.res.push_within_capacity(r).is_ok() {
-                return self.res.len() - 1;
+                return len;
             }
             return 0;
         }
-        // `res_next` is the slot after the last one replaced, at most the length: past
-        // the last slot, the first is the oldest. (No `%`: a division the compiler cannot
-        // prove nonzero calls a panic that objtool does not know as one.)
-        let i = if self.res_next < self.res.len() {
-            self.res_next
-        } else {
-            0
-        };
+        let i = self.oldest();
         let Some(slot) = self.res.get_mut(i) else {
             // No slot at all (a QP with no room for resources).
             return 0;
@@ -214,10 +221,40 @@ impl RespState {
         self.res_next = i + 1;
         if self.cur == Some(i) {
             // The answer it replaced is not sent on (only a requester beyond its limit
-            // of outstanding requests gets here).
-            self.next_answer();
+            // of outstanding requests gets here); the oldest answer still to send is
+            // next.
+            self.cur = self.first_todo(0);
         }
         i
+    }
+
+    /// The slot of the oldest resource: the one after the slot replaced last, or slot
+    /// 0 (before any was replaced, and after the last slot). `res_next` is at most the
+    /// length. (No `%`: a division the compiler cannot prove nonzero calls a panic that
+    /// objtool does not know as one.)
+    fn oldest(&self) -> usize {
+        if self.res_next < self.res.len() {
+            self.res_next
+        } else {
+            0
+        }
+    }
+
+    /// The first resource with an answer to send, from the `age`th oldest on.
+    fn first_todo(&self, age: usize) -> Option<usize> {
+        let len = self.res.len();
+        let oldest = self.oldest();
+        (age..len)
+            .map(|a| {
+                // `oldest < len` and `a < len`: below 2 * len, no wrap.
+                let i = oldest + a;
+                if i >= len {
+                    i - len
+                } else {
+                    i
+                }
+            })
+            .find(|&i| self.res[i].todo.is_some())
     }
 
     /// Resource `i` is to be answered from PSN `p`: after the answers of the resources
@@ -251,19 +288,28 @@ impl RespState {
     }
 
     /// The answer of the current resource is sent: the next one in PSN order follows.
+    ///
+    /// Only resources after the current one can have answers to send ([`answer`]
+    /// drops those after a resource it goes back to), so the walk starts after it: in
+    /// the usual case, the current one is the newest and nothing is walked.
+    ///
+    /// [`answer`]: RespState::answer
     fn next_answer(&mut self) {
-        if let Some(c) = self.cur.and_then(|c| self.res.get_mut(c)) {
-            c.todo = None;
-        }
-        let mut next: Option<usize> = None;
-        for (i, r) in self.res.iter().enumerate() {
-            if r.todo.is_some()
-                && next.is_none_or(|n| psn::diff(r.first_psn, self.res[n].first_psn) < 0)
-            {
-                next = Some(i);
+        let len = self.res.len();
+        let age = match self.cur {
+            Some(c) if c < len => {
+                self.res[c].todo = None;
+                let oldest = self.oldest();
+                // The age of slot `c`, plus one: at most `len`.
+                if c >= oldest {
+                    c - oldest + 1
+                } else {
+                    c + (len - oldest) + 1
+                }
             }
-        }
-        self.cur = next;
+            _ => 0,
+        };
+        self.cur = self.first_todo(age);
     }
 
     /// The resource whose PSNs hold `p`.
@@ -1634,28 +1680,58 @@ mod tests {
         Ok(())
     }
 
-    /// The next answer is the lowest PSN's, in sequence order, whatever the order of
-    /// the slots (replacements mix it up).
+    /// The next answer is the next resource's in PSN order, across the wrap of the PSN
+    /// space and of the slots (the oldest replaced).
     #[test]
-    fn next_answer_takes_the_lowest_psn() -> Result {
+    fn next_answer_in_psn_order_across_replacements() -> Result {
         let mut s = RespState::new(3)?;
         for r in [
-            res(0xff_fff8, 0xff_fff8),
             res(0xff_fff0, 0xff_fff0),
+            res(0xff_fff8, 0xff_fff8),
             res(5, 5),
         ] {
             s.keep(r, 3);
         }
-        s.answer(1, 0xff_fff0);
-        s.answer(0, 0xff_fff8);
+        s.answer(0, 0xff_fff0);
+        s.answer(1, 0xff_fff8);
         s.answer(2, 5);
-        assert_eq!(s.cur, Some(1));
-        s.next_answer();
         assert_eq!(s.cur, Some(0));
+        s.next_answer();
+        assert_eq!(s.cur, Some(1));
+        // Slot 0 (done) is the oldest: replaced by the newest.
+        assert_eq!(s.keep(res(6, 6), 3), 0);
+        s.answer(0, 6);
+        assert_eq!(s.cur, Some(1));
         s.next_answer();
         assert_eq!(s.cur, Some(2));
         s.next_answer();
+        assert_eq!(s.cur, Some(0));
+        s.next_answer();
         assert_eq!(s.cur, None);
+        Ok(())
+    }
+
+    /// A limit that grows after slots were replaced keeps the slots in PSN order.
+    #[test]
+    fn limit_grows_after_replacement() -> Result {
+        let mut s = RespState::new(4)?;
+        for (p, slot) in [(10, 0), (11, 1), (12, 0)] {
+            assert_eq!(s.keep(res(p, p), 2), slot);
+        }
+        s.answer(1, 11);
+        s.answer(0, 12);
+        assert_eq!(s.cur, Some(1));
+        assert_eq!(s.keep(res(13, 13), 4), 2);
+        s.answer(2, 13);
+        assert_eq!(
+            (s.find(11), s.find(12), s.find(13)),
+            (Some(0), Some(1), Some(2))
+        );
+        assert_eq!(s.cur, Some(0));
+        for want in [Some(11), Some(12), Some(13), None] {
+            assert_eq!(s.cur.map(|c| s.res[c].first_psn), want);
+            s.next_answer();
+        }
         Ok(())
     }
 
