@@ -74,7 +74,7 @@ profile:
 	tools/profile.sh $(if $(CALLERS),--callers "$(CALLERS)") $(TOOL)
 
 ab:
-	tools/ab.sh $(if $(ROUNDS),--rounds $(ROUNDS)) $(REVS)
+	tools/ab.sh $(if $(COUNT),--count) $(if $(ROUNDS),--rounds $(ROUNDS)) $(REVS)
 
 graft:
 	tools/graft.sh $(KSRC)

@@ -16,19 +16,31 @@
 #   e.g. tools/ab.sh 4b61d89^ 4b61d89 HEAD
 #        tools/ab.sh HEAD work           (work: this checkout, uncommitted changes too)
 #
+# With --count, the guest counts instead of timing: a QEMU plugin (qemu-tbcount.c) counts
+# the guest kernel's instructions and translation blocks, and each workload runs twice
+# (--iters and four times as many) so that one operation's counts come out exactly,
+# whatever else the host is doing; tcg-count.py prints them per module and the functions
+# whose counts differ most between the first module and the last. The plugin is built
+# against the API header of the host's QEMU, taken from Debian's source of it (fetched
+# once, cached).
+#
+#   tools/ab.sh --count [--iters N] REV...
+#
 # Not part of make check; nothing it prints is a pass or a fail.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-rounds=3 iters=20000
+rounds=3 iters= count=
 while [ $# -gt 0 ]; do
 	case $1 in
+	--count) count=1; shift ;;
 	--rounds) rounds=$2; shift 2 ;;
 	--iters) iters=$2; shift 2 ;;
 	*) break ;;
 	esac
 done
-[ $# -ge 1 ] || die "usage: ab.sh [--rounds N] [--iters N] REV... (a commit, or work)"
+[ $# -ge 1 ] || die "usage: ab.sh [--count] [--rounds N] [--iters N] REV... (a commit, or work)"
+iters=${iters:-$([ -n "$count" ] && echo 1000 || echo 20000)}
 [[ $rounds =~ ^[1-9][0-9]?$ ]] || die "--rounds takes 1 to 99"
 [[ $iters =~ ^[1-9][0-9]*$ ]] || die "--iters takes a whole number"
 
@@ -72,6 +84,27 @@ for rev in "$@"; do
 	names+=("$name")
 done
 
+# The counting plugin, built against the plugin API header of the host's QEMU (from the
+# upstream tarball of Debian's source package, which the archive keeps).
+tbcount_plugin() {
+	local ver up dir so
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
+		die "--count needs Debian's qemu-system-x86"
+	up=${ver#*:} && up=${up%-*}
+	dir=$RXE_RS_CACHE/qemu-plugin-$up
+	if [ ! -s "$dir/qemu-plugin.h" ]; then
+		mkdir -p "$dir"
+		curl -fsSL "http://deb.debian.org/debian/pool/main/q/qemu/qemu_$up.orig.tar.xz" |
+			tar -xJO --wildcards '*/include/qemu/qemu-plugin.h' > "$dir/qemu-plugin.h.new" ||
+			die "cannot fetch QEMU $up's plugin header"
+		mv "$dir/qemu-plugin.h.new" "$dir/qemu-plugin.h"
+	fi
+	so=$dir/tbcount-$(sha256sum "$TOOLS_DIR/qemu-tbcount.c" | cut -c1-16).so
+	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" -o "$so" \
+		"$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
+	echo "$so"
+}
+
 cat > "$out/cmd.sh" <<GUEST
 MODS="${names[*]}"
 ROUNDS=$rounds
@@ -79,7 +112,6 @@ ITERS=$iters
 GUEST
 cat >> "$out/cmd.sh" <<'GUEST'
 modprobe -a ib_uverbs udp_tunnel ip6_udp_tunnel
-REV=$(echo $MODS | tr ' ' '\n' | tac | tr '\n' ' ')
 wait_for() { i=0; while ! "$@" >/dev/null 2>&1; do i=$((i + 1)); [ $i -gt 100 ] && return 1; sleep 0.2; done; }
 port_active() { timeout 10 ibv_devinfo -d ab0 | grep -q 'state:.*PORT_ACTIVE'; }
 gid_line() {
@@ -90,26 +122,75 @@ has_gid() { [ -n "$(gid_line)" ]; }
 listening() { [ -n "$(ss -Htln 'sport = :18515')" ]; }
 # one TOOL ARGS: one perftest run, server and client on the device; its output.
 one() {
-	timeout 120 "$@" -d ab0 -x "$idx" -F -p 18515 > /tmp/server.out 2>&1 &
+	timeout 600 "$@" -d ab0 -x "$idx" -F -p 18515 > /tmp/server.out 2>&1 &
 	wait_for listening
-	timeout 120 "$@" -d ab0 -x "$idx" -F -p 18515 127.0.0.1 > /tmp/client.out 2>&1
+	timeout 600 "$@" -d ab0 -x "$idx" -F -p 18515 127.0.0.1 > /tmp/client.out 2>&1
 	wait
 	cat /tmp/client.out
 }
+# load MODULE: the module loaded, its device up; idx is the RoCE v2 GID's index.
+load() {
+	insmod "/mnt/host/$1.ko" || { echo "ab: $1: insmod failed"; exit 1; }
+	rdma link add ab0 type rxe_rs netdev eth0 || exit 1
+	wait_for port_active && wait_for has_gid || { echo "ab: $1: no active port with a RoCE v2 GID"; exit 1; }
+	idx=$(gid_line)
+}
+unload() { rdma link del ab0; rmmod rxe_rs; }
+GUEST
+
+if [ -n "$count" ]; then
+	plugin=$(tbcount_plugin)
+	cat >> "$out/cmd.sh" <<'GUEST'
+# A snapshot of the counts: the plugin takes it once the file appears on the host (it
+# looks every 20 ms) and removes the file.
+k=0
+snap() {
+	touch /mnt/host/count-req
+	i=0
+	while [ -e /mnt/host/count-req ] && [ $i -lt 50 ]; do sleep 0.2; i=$((i + 1)); done
+	k=$((k + 1))
+}
+for m in $MODS; do
+	load "$m"
+	cat /proc/kallsyms > "/mnt/host/kallsyms.$m"
+	for w in "read_lat ib_read_lat -s 64" "atomic ib_atomic_bw" "send4K ib_send_bw -s 4096"; do
+		set -- $w
+		name=$1
+		shift
+		one "$@" -n 100 > /dev/null
+		first=$k
+		snap
+		one "$@" -n "$ITERS" > /dev/null
+		snap
+		one "$@" -n $((ITERS * 4)) > /dev/null
+		snap
+		echo "COUNT $m $name $first $ITERS $((ITERS * 4))"
+	done
+	unload
+done
+GUEST
+	rm -f "$share"/count.* "$share"/count-req "$share"/kallsyms.*
+	stage_start "guest: counting ${names[*]} ($iters and $((iters * 4)) iterations)"
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$share" --timeout 3000 \
+		--plugin "$plugin,req=$share/count-req,out=$share/count" "$out/cmd.sh" \
+		> "$out/console.log" 2>&1 || echo "the guest run failed (see $out/console.log)"
+	stage_end
+	python3 "$TOOLS_DIR/tcg-count.py" "$share" "$out/console.log"
+	exit
+fi
+
+cat >> "$out/cmd.sh" <<'GUEST'
+REV=$(echo $MODS | tr ' ' '\n' | tac | tr '\n' ' ')
 r=1
 while [ $r -le $ROUNDS ]; do
 	if [ $((r % 2)) = 1 ]; then list=$MODS; else list=$REV; fi
 	for m in $list; do
-		insmod "/mnt/host/$m.ko" || { echo "ab: $m: insmod failed"; exit 1; }
-		rdma link add ab0 type rxe_rs netdev eth0 || exit 1
-		wait_for port_active && wait_for has_gid || { echo "ab: $m: no active port with a RoCE v2 GID"; exit 1; }
-		idx=$(gid_line)
+		load "$m"
 		lat=$(one ib_read_lat -s 64 -n "$ITERS" | awk '$1 == 64 { print $5 }')
 		atomic=$(one ib_atomic_bw -n "$ITERS" | awk '$1 == 8 { print $5 }')
 		send=$(one ib_send_bw -s 4096 -n "$ITERS" | awk '$1 == 4096 { print $4 }')
 		echo "AB $m $r ${lat:--} ${atomic:--} ${send:--}"
-		rdma link del ab0
-		rmmod rxe_rs
+		unload
 	done
 	r=$((r + 1))
 done

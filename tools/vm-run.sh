@@ -4,7 +4,7 @@
 # script in it as the guest's payload.
 #
 #   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS]
-#                   [--idle SECONDS] [--link LPORT:RPORT:MAC] SCRIPT
+#                   [--idle SECONDS] [--link LPORT:RPORT:MAC] [--plugin SPEC] SCRIPT
 #
 # DIR is shared with the guest at /mnt/host; SCRIPT is copied there as cmd.sh, together
 # with the kernel's modules. The console goes to stdout and DIR/console.log. The exit
@@ -15,10 +15,11 @@
 # --link gives the guest a second NIC (eth1, MAC as given) whose frames travel as UDP
 # datagrams between 127.0.0.1:LPORT and 127.0.0.1:RPORT: two guests with mirrored ports
 # share an Ethernet link, and nothing leaves the host's loopback.
+# --plugin loads a TCG plugin into QEMU (-plugin SPEC: the library, then its arguments).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-flavor=test share= timeout=600 idle= link=
+flavor=test share= timeout=600 idle= link= plugin=
 while [ $# -gt 1 ]; do
 	case $1 in
 	--kernel) flavor=$2; shift 2 ;;
@@ -26,6 +27,7 @@ while [ $# -gt 1 ]; do
 	--timeout) timeout=$2; shift 2 ;;
 	--idle) idle=$2; shift 2 ;;
 	--link) link=$2; shift 2 ;;
+	--plugin) plugin=$2; shift 2 ;;
 	*) die "unknown option $1" ;;
 	esac
 done
@@ -54,10 +56,11 @@ if ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
 	mv -f "$root/sbin/.rxe-rs-guest-init.$$" "$root/sbin/rxe-rs-guest-init"
 fi
 
-link_args=()
+qemu_args=()
+[ -z "$plugin" ] || qemu_args+=(-plugin "$plugin")
 if [ -n "$link" ]; then
 	IFS=: read -r lport rport mac <<< "$link"
-	link_args=(-netdev "socket,id=n1,udp=127.0.0.1:$rport,localaddr=127.0.0.1:$lport"
+	qemu_args+=(-netdev "socket,id=n1,udp=127.0.0.1:$rport,localaddr=127.0.0.1:$lport"
 		-device "virtio-net-pci,netdev=n1,mac=$mac")
 fi
 
@@ -94,7 +97,7 @@ boot() {
 		-virtfs "local,path=$root,mount_tag=rootfs,security_model=passthrough,multidevs=remap" \
 		-virtfs "local,path=$share,mount_tag=host,security_model=passthrough,multidevs=remap" \
 		-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
-		"${link_args[@]}" \
+		"${qemu_args[@]}" \
 		</dev/null 2>&1 | tee "$share/console.log"
 	qemu=${PIPESTATUS[0]}
 	set -e

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A QEMU TCG plugin for `make ab COUNT=1` (tools/ab.sh --count): counts how often each
+ * translation block of the guest kernel runs, and so how many guest instructions.
+ * Counts do not depend on how busy the host is, which timings under TCG do.
+ *
+ * Arguments: req=FILE,out=PREFIX. Whenever FILE appears (the guest creates it through
+ * the 9p share), the counts so far are written to PREFIX.N (N = 0, 1, ...), one line per
+ * block: "VADDR INSNS EXECS" (hex, decimal, decimal), and FILE is removed. The guest
+ * brackets a workload with two such snapshots and the difference is the workload's.
+ *
+ * Only kernel addresses are counted. The vCPUs run in one thread (vm-run.sh uses
+ * thread=single), so the inline counters are not raced by another vCPU; the snapshot
+ * thread reads them while they run, which skews a snapshot by a few blocks at most.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <qemu-plugin.h>
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
+
+#define KERNEL_START 0xffff800000000000ull
+
+struct block {
+	uint64_t vaddr;
+	uint64_t insns;
+	uint64_t execs;
+	struct block *next;
+};
+
+static struct block *blocks;
+static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
+static char req_path[4096], out_prefix[4000];
+
+static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
+{
+	uint64_t va = qemu_plugin_tb_vaddr(tb);
+	struct block *b;
+
+	if (va < KERNEL_START)
+		return;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return;
+	b->vaddr = va;
+	b->insns = qemu_plugin_tb_n_insns(tb);
+	pthread_mutex_lock(&blocks_lock);
+	b->next = blocks;
+	blocks = b;
+	pthread_mutex_unlock(&blocks_lock);
+	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->execs, 1);
+}
+
+static void snapshot(int n)
+{
+	char path[4096 + 16];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s.%d", out_prefix, n);
+	f = fopen(path, "w");
+	if (!f)
+		return;
+	pthread_mutex_lock(&blocks_lock);
+	for (struct block *b = blocks; b; b = b->next)
+		if (b->execs)
+			fprintf(f, "%llx %llu %llu\n", (unsigned long long)b->vaddr,
+				(unsigned long long)b->insns, (unsigned long long)b->execs);
+	pthread_mutex_unlock(&blocks_lock);
+	fclose(f);
+}
+
+static void *watch(void *unused)
+{
+	for (int n = 0;; ) {
+		usleep(20000);
+		if (access(req_path, F_OK))
+			continue;
+		snapshot(n++);
+		unlink(req_path);
+	}
+	return NULL;
+}
+
+QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_t *info,
+					   int argc, char **argv)
+{
+	pthread_t thread;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strncmp(argv[i], "req=", 4))
+			snprintf(req_path, sizeof(req_path), "%s", argv[i] + 4);
+		else if (!strncmp(argv[i], "out=", 4))
+			snprintf(out_prefix, sizeof(out_prefix), "%s", argv[i] + 4);
+	}
+	if (!req_path[0] || !out_prefix[0]) {
+		fprintf(stderr, "qemu-tbcount: req=FILE,out=PREFIX are required\n");
+		return -1;
+	}
+	if (pthread_create(&thread, NULL, watch, NULL))
+		return -1;
+	qemu_plugin_register_vcpu_tb_trans_cb(id, on_translate);
+	return 0;
+}
