@@ -224,6 +224,7 @@ t_ud_too_long_srq() { vo ud_too_long_srq; }
 t_recv_in_err() { vo recv_in_err_flushed; }
 t_mw_zero_based() { vo mw_zero_based; }
 t_limits_creatable() { vo limits_creatable; }
+t_send_before_rts() { vo send_before_rts_refused; }
 t_destroy_ipis() { vo destroy_no_ipi_storm; }
 t_mcast_lids() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: the second detach fails and the QP outlives its process"; return 4; fi
@@ -1845,6 +1846,7 @@ run ud_longer_than_srq_receive_rem_inv_req t_ud_too_long_srq
 run recv_posted_in_err_flushed t_recv_in_err
 run mw_type2_zero_based t_mw_zero_based
 run limits_creatable_at_their_value t_limits_creatable
+run send_before_rts_not_carried_out t_send_before_rts
 run core_ebusy_qp_attached_to_mcast t_mcast_busy
 run mcast_one_group_several_lids t_mcast_lids
 run close_device_with_every_object t_close_with_all

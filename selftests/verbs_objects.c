@@ -1749,6 +1749,60 @@ static int check_recv_in_err_flushed(struct ibv_context *ctx)
 	return ud_close(&u);
 }
 
+/*
+ * A send posted before RTS fails at once (the verbs' immediate error) and is never
+ * carried out: posted in RESET, INIT and RTR, none of the three WRITEs lands or
+ * completes once the QP is in RTS, and the WRITE posted then completes alone.
+ */
+static int check_send_before_rts_refused(struct ibv_context *ctx)
+{
+	static char buf[64];
+	const enum ibv_qp_state states[] = { IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR };
+	struct ibv_qp_attr rts = { .qp_state = IBV_QPS_RTS, .sq_psn = 0x123456, .timeout = 14,
+				   .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 3 };
+	struct ibv_send_wr wr, *bad;
+	struct qp_env e;
+	struct ibv_mr *mr;
+	struct ibv_qp *qp;
+	struct ibv_wc wc[4];
+	struct ibv_sge sge;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	if (!mr || !(qp = make_qp(&e, IBV_QPT_RC, 8, 1)))
+		FAIL("setup: %s", strerror(errno));
+	memset(buf, '.', sizeof(buf));
+	memcpy(buf, "0123456789abcdef", 16);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 16, .lkey = mr->lkey };
+	for (int i = 0; i < 3; i++) {
+		if (i > 0 && to_state(&e, qp, states[i]))
+			FAIL("to state %d: %s", states[i], strerror(errno));
+		wr = (struct ibv_send_wr){ .wr_id = 1 + i, .sg_list = &sge, .num_sge = 1,
+					   .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+					   .wr = { .rdma = { .remote_addr = (uintptr_t)buf + 16 * (i + 1),
+							     .rkey = mr->rkey } } };
+		if (!ibv_post_send(qp, &wr, &bad))
+			FAIL("a WRITE posted in state %d was taken", states[i]);
+	}
+	if (ibv_modify_qp(qp, &rts, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("to RTS: %s", strerror(errno));
+	wr.wr_id = 4;
+	if (ibv_post_send(qp, &wr, &bad))
+		FAIL("WRITE in RTS: %s", strerror(errno));
+	int n = drain_cq(e.scq, wc, 4, 1000);
+	if (n != 1 || wc[0].wr_id != 4 || wc[0].status != IBV_WC_SUCCESS)
+		FAIL("%d completions, the first wr_id %llu status %s; want only wr_id 4, SUCCESS", n,
+		     (unsigned long long)wc[0].wr_id, ibv_wc_status_str(wc[0].status));
+	/* Only the last WRITE (to bytes 48..63) landed. */
+	if (memcmp(buf + 48, "0123456789abcdef", 16) || buf[16] != '.' || buf[32] != '.')
+		FAIL("memory: %.64s", buf);
+	ibv_destroy_qp(qp);
+	ibv_dereg_mr(mr);
+	return env_close(&e);
+}
+
 /* Page-aligned: an MR at iova 0 keeps its memory's offset in the page. */
 static char mw_buf[256] __attribute__((aligned(4096))), mw_local[16];
 
@@ -2520,6 +2574,7 @@ static const struct check checks[] = {
 	{ "recv_in_err_flushed", check_recv_in_err_flushed },
 	{ "mw_zero_based", check_mw_zero_based },
 	{ "limits_creatable", check_limits_creatable },
+	{ "send_before_rts_refused", check_send_before_rts_refused },
 	{ NULL }
 };
 

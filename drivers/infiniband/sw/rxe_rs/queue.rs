@@ -191,6 +191,12 @@ impl WqeRing {
         self.ring.set_consumer(self.consumer);
     }
 
+    /// Consumes every posted work request without looking at it.
+    pub(crate) fn discard(&mut self) {
+        self.consumer = self.ring.producer();
+        self.ring.set_consumer(self.consumer);
+    }
+
     /// Copies out the oldest posted work request and consumes it.
     pub(crate) fn take<const N: usize>(&mut self) -> Option<[u8; N]> {
         if self.consumer == self.ring.producer() {

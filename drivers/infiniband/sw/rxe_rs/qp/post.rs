@@ -157,8 +157,15 @@ impl RxeQp {
     pub(crate) fn ring_doorbell(qp: &Qp<RxeRs>) -> Result {
         let mut inner = qp.shared.inner.lock();
         match inner.state {
-            // As rxe: the send queue may not be rung before RTS.
-            QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
+            // Before RTS a send is refused at once (an immediate error, as the verbs
+            // say). librxe has written it to the ring already: it is dropped, so that
+            // it does not go out once the QP is in RTS after its poster was told it was
+            // not posted (rxe keeps it). Nothing before it was started in these states.
+            QpState::Reset | QpState::Init | QpState::Rtr => {
+                inner.sq.discard();
+                inner.req.next = inner.sq.consumer();
+                Err(EINVAL)
+            }
             QpState::Err => {
                 Self::flush(&qp.shared, &mut inner, &qp.device().wq);
                 Ok(())
