@@ -14,6 +14,7 @@ use super::{
     bindings,
     device::{Device, Driver},
     object::{device_of, Absent, Events, Kind, Object},
+    pd::PdId,
     ucontext::UserCall,
     wr::RecvWr,
 };
@@ -24,9 +25,11 @@ use kernel::{error::from_result, ffi::c_int, prelude::*, sync::Arc};
 /// `post_srq_recv` (ib_core calls it without looking).
 #[vtable]
 pub(crate) trait SrqOps<T: Driver>: Sized + Send + Sync {
-    /// A shared receive queue is created; returns its data and its actual attributes.
+    /// A shared receive queue is created in the protection domain `pd` (the one its
+    /// receive WQEs' keys belong to); returns its data and its actual attributes.
     fn create_srq(
         _dev: &Device<T>,
+        _pd: PdId,
         _attr: &SrqAttr,
         _user: Option<&UserCall<'_, T>>,
         _events: &Arc<SrqEvents>,
@@ -156,10 +159,12 @@ unsafe extern "C" fn create_srq<T: Driver>(
         // SAFETY: Per the function's contract.
         let user = unsafe { UserCall::<T>::from_udata(udata) };
         let wanted = SrqAttr::from_raw(&a.attr);
+        // SAFETY: ib_core set the SRQ's PD, which outlives it, before calling the driver.
+        let pd = PdId::of(unsafe { (*srq).pd });
         // SAFETY: Nothing of the block is initialised yet; ib_core set the handler.
         let attr = unsafe {
             Srq::<T>::create_with_events(srq, |events| {
-                T::Srq::create_srq(dev, &wanted, user.as_ref(), events)
+                T::Srq::create_srq(dev, pd, &wanted, user.as_ref(), events)
             })?
         };
         attr.write_to(&mut a.attr);

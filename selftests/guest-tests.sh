@@ -225,6 +225,7 @@ t_recv_in_err() { vo recv_in_err_flushed; }
 t_mw_zero_based() { vo mw_zero_based; }
 t_limits_creatable() { vo limits_creatable; }
 t_send_before_rts() { vo send_before_rts_refused; }
+t_srq_keys_pd() { vo srq_keys_of_srq_pd; }
 t_destroy_ipis() { vo destroy_no_ipi_storm; }
 t_mcast_lids() {
 	if [ "$DRIVER" = rxe ]; then echo "rxe: the second detach fails and the QP outlives its process"; return 4; fi
@@ -1847,6 +1848,7 @@ run recv_posted_in_err_flushed t_recv_in_err
 run mw_type2_zero_based t_mw_zero_based
 run limits_creatable_at_their_value t_limits_creatable
 run send_before_rts_not_carried_out t_send_before_rts
+run srq_receive_keys_of_the_srq_pd t_srq_keys_pd
 run core_ebusy_qp_attached_to_mcast t_mcast_busy
 run mcast_one_group_several_lids t_mcast_lids
 run close_device_with_every_object t_close_with_all

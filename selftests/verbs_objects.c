@@ -1803,6 +1803,64 @@ static int check_send_before_rts_refused(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/*
+ * The keys of a receive WQE posted to an SRQ are checked against the SRQ's PD, not
+ * against the PD of the QP that takes the WQE (a UD QP in another PD here): a WQE
+ * whose buffer is an MR of the SRQ's PD takes the datagram; one whose MR is of the
+ * QP's PD only completes with LOC_PROT_ERR and nothing lands.
+ */
+static int check_srq_keys_of_srq_pd(struct ibv_context *ctx)
+{
+	static char rbuf[64], sbuf[16];
+	struct ibv_qp *own, *rx;
+	struct ibv_pd *pd_b;
+	struct ibv_srq *srq;
+	struct ibv_mr *mr_b;
+	struct ud_env u;
+	struct ibv_wc wc;
+
+	if (ud_open(ctx, &u, rbuf, sizeof(rbuf), sbuf, sizeof(sbuf), 0))
+		return 1;
+	if (!(pd_b = ibv_alloc_pd(ctx)) || !(srq = make_srq(pd_b, 8, 1, 0)) ||
+	    !(mr_b = ibv_reg_mr(pd_b, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE)))
+		FAIL("the SRQ's PD, SRQ and MR: %s", strerror(errno));
+	struct ibv_qp_init_attr ra = { .send_cq = u.e.rcq, .recv_cq = u.e.rcq, .srq = srq,
+				       .qp_type = IBV_QPT_UD,
+				       .cap = { .max_send_wr = 1, .max_send_sge = 1 } };
+	if (!(rx = ibv_create_qp(u.e.pd, &ra)) || walk_to(&u.e, rx, IBV_QPS_RTS))
+		FAIL("the SRQ's QP: %s", strerror(errno));
+	own = u.rx;
+	u.rx = rx;
+	for (int i = 0; i < 2; i++) {
+		struct ibv_sge sge = u.rsge;
+		struct ibv_recv_wr wr = { .wr_id = 1 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		enum ibv_wc_status want = i == 0 ? IBV_WC_SUCCESS : IBV_WC_LOC_PROT_ERR;
+
+		/* First the MR of the SRQ's PD, then the one of the QP's PD. */
+		sge.lkey = i == 0 ? mr_b->lkey : u.rmr->lkey;
+		memset(rbuf, '.', sizeof(rbuf));
+		memset(sbuf, 'A' + i, sizeof(sbuf));
+		if (ibv_post_srq_recv(srq, &wr, &bad))
+			FAIL("ibv_post_srq_recv: %s", strerror(errno));
+		if (ud_send(&u, sizeof(sbuf), &wc) ||
+		    one_completion(u.e.rcq, &wc, i == 0 ? "receive into the SRQ's PD" :
+							   "receive into the QP's PD"))
+			return 1;
+		if (wc.wr_id != 1 + (uint64_t)i || wc.status != want)
+			FAIL("receive %d: wr_id %llu status %s, want %s", 1 + i,
+			     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+			     ibv_wc_status_str(want));
+		if (i == 0 && memcmp(rbuf + 40, "AAAAAAAAAAAAAAAA", 16))
+			FAIL("the datagram did not land: %.16s", rbuf + 40);
+		if (i == 1 && rbuf[40] != '.')
+			FAIL("a receive into an MR of another PD wrote memory");
+	}
+	u.rx = own;
+	if (ibv_destroy_qp(rx) || ibv_destroy_srq(srq) || ibv_dereg_mr(mr_b) || ibv_dealloc_pd(pd_b))
+		FAIL("teardown: %s", strerror(errno));
+	return ud_close(&u);
+}
+
 /* Page-aligned: an MR at iova 0 keeps its memory's offset in the page. */
 static char mw_buf[256] __attribute__((aligned(4096))), mw_local[16];
 
@@ -2575,6 +2633,7 @@ static const struct check checks[] = {
 	{ "mw_zero_based", check_mw_zero_based },
 	{ "limits_creatable", check_limits_creatable },
 	{ "send_before_rts_refused", check_send_before_rts_refused },
+	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
 	{ NULL }
 };
 

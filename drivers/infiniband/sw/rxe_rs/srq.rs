@@ -16,6 +16,7 @@
 use crate::ib::object::{Charge, Quota};
 use crate::ib::{
     device::Device,
+    pd::PdId,
     srq::{Srq, SrqAttr, SrqEvents, SrqModify, SrqOps},
     sync::{new_spinlock_irq, SpinLockIrq},
     task::{Task, TaskRun, Workqueue},
@@ -55,6 +56,9 @@ pub(crate) struct SrqHandle(Arc<Task<SrqShared>>);
 #[pin_data]
 pub(crate) struct SrqShared {
     events: Arc<SrqEvents>,
+    /// The SRQ's protection domain: the keys of its receive WQEs are checked against it
+    /// (not against the PD of the QP that takes them).
+    pd: PdId,
     /// SGEs per receive WQE.
     max_sge: u32,
     #[pin]
@@ -115,6 +119,7 @@ impl RxeSrq {
     pub(crate) fn create(
         srqs: &Arc<Quota>,
         numbers: &SrqNumbers,
+        pd: PdId,
         attr: &SrqAttr,
         user: Option<&UserCall<'_, RxeRs>>,
         events: &Arc<SrqEvents>,
@@ -141,6 +146,7 @@ impl RxeSrq {
         };
         let shared = Task::new(try_pin_init!(SrqShared {
             events: events.clone(),
+            pd,
             max_sge,
             inner <- new_spinlock_irq!(SrqInner {
                 ring,
@@ -235,6 +241,11 @@ impl RxeSrq {
 }
 
 impl SrqHandle {
+    /// The SRQ's protection domain.
+    pub(crate) fn pd(&self) -> PdId {
+        self.0.pd
+    }
+
     /// Takes the oldest posted receive for an arriving message; when that leaves fewer
     /// posted than the armed limit, the limit is disarmed and the consumer told.
     pub(crate) fn take(&self, wq: &Workqueue) -> Option<Result<RecvWqe, Malformed>> {
@@ -254,11 +265,12 @@ impl SrqHandle {
 impl SrqOps<RxeRs> for RxeSrq {
     fn create_srq(
         dev: &Device<RxeRs>,
+        pd: PdId,
         attr: &SrqAttr,
         user: Option<&UserCall<'_, RxeRs>>,
         events: &Arc<SrqEvents>,
     ) -> Result<(Self, SrqAttr)> {
-        Self::create(&dev.srqs, &dev.srq_numbers, attr, user, events)
+        Self::create(&dev.srqs, &dev.srq_numbers, pd, attr, user, events)
     }
 
     fn modify_srq(srq: &Srq<RxeRs>, m: &SrqModify, user: Option<&UserCall<'_, RxeRs>>) -> Result {

@@ -623,9 +623,11 @@ fn scatter(
     fault: &mut Option<Fault>,
 ) -> Result<(), WcStatus> {
     let mut at = at as usize;
+    // The keys of an SRQ's WQE are the SRQ's PD's.
+    let pd = shared.srq.as_ref().map_or(shared.pd, |srq| srq.pd());
     for part in parts {
         for_each_piece(wqe.sges(), at, part.len(), |lkey, addr, r| {
-            mr::write_local(dev, (lkey, shared.pd, addr), &part[r], fault)
+            mr::write_local(dev, (lkey, pd, addr), &part[r], fault)
         })?;
         at += part.len();
     }
