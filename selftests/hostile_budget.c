@@ -10,7 +10,8 @@
  * WRITEs into its own MR, or RC local operations (a type 2 memory window bound and
  * invalidated again; they take no send window), in lists of 128 WRs of which the last
  * is signaled. The ring is filled up before the QP is moved to RTS (its doorbell fails
- * until then), so that the first doorbell finds it full. librxe writes a thread's WQEs
+ * until then; requeue_refused puts back what the driver dropped), so that the first
+ * doorbell finds it full. librxe writes a thread's WQEs
  * into the ring under the QP's lock and rings the doorbell (a write to the device file)
  * after releasing it, so while one thread's doorbell is in the kernel the other
  * thread's WQEs keep appearing in the ring: a requester without a budget that looks at
@@ -472,12 +473,8 @@ struct feed {
 	atomic_int failed;
 	pthread_mutex_t lock, reaping;
 	char why[256];
-	/* RC: the send ring as mapped, two WQEs librxe wrote, a window of the writer's. */
-	struct sq_ring {
-		_Atomic uint32_t *prod;
-		uint32_t mask, log2;
-		uint8_t *data;
-	} ring;
+	/* The send ring as mapped; RC: two WQEs librxe wrote, a window of the writer's. */
+	struct sq_ring ring;
 	uint8_t bind_wqe[sizeof(struct rxe_send_wqe)], inv_wqe[sizeof(struct rxe_send_wqe)];
 	struct ibv_mw *raw_mw;
 };
@@ -605,7 +602,7 @@ static int post_lists(struct poster *p, int n, struct ibv_send_wr *wr, struct ib
 			wr[k * BATCH - 1].next = &wr[k * BATCH];
 	}
 	ret = ibv_post_send(p->f->qp, wr, &bad);
-	/* Before RTS the doorbell fails (EINVAL) and the lists stay in the ring. */
+	/* Before RTS the doorbell fails (EINVAL); see requeue_refused. */
 	if (ret && (abs(ret) != EINVAL || bad))
 		return ret;
 	atomic_fetch_add(&p->f->posted[p->id], n);
@@ -614,56 +611,6 @@ static int post_lists(struct poster *p, int n, struct ibv_send_wr *wr, struct ib
 		for (int i = 0; i < MWS; i++)
 			p->mw[(first + k) % SETS][i]->rkey = new_key[k][i];
 	return 0;
-}
-
-/*
- * The layout librxe and the kernel share for a ring (rxe_queue_buf): element size and
- * index mask first, the producer index at byte 128, the consumer's at 256, the slots
- * from 384 on; indices are slot numbers, masked.
- */
-enum { RING_PROD = 128, RING_DATA = 384 };
-
-/*
- * Finds the QP's send ring among this process's mappings of the device file: the one
- * whose last WQE has `wr_id`.
- */
-static int find_sq(struct sq_ring *r, uint64_t wr_id)
-{
-	FILE *f = fopen("/proc/self/maps", "r");
-	char line[512];
-	int found = 0;
-
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f)) {
-		unsigned long start, end;
-		uint8_t *b;
-		uint32_t log2, mask, prod;
-
-		if (!strstr(line, "/dev/infiniband/uverbs") ||
-		    sscanf(line, "%lx-%lx", &start, &end) != 2)
-			continue;
-		b = (uint8_t *)start;
-		log2 = *(volatile uint32_t *)b;
-		mask = *(volatile uint32_t *)(b + 4);
-		if (log2 < 6 || log2 > 16 || mask >= 1u << 24 ||
-		    RING_DATA + (((unsigned long)mask + 1) << log2) > end - start)
-			continue;
-		prod = *(volatile uint32_t *)(b + RING_PROD);
-		if (((struct rxe_send_wqe *)(b + RING_DATA + ((prod - 1) & mask) * (1ul << log2)))
-			    ->wr.wr_id != wr_id)
-			continue;
-		*r = (struct sq_ring){ .prod = (_Atomic uint32_t *)(b + RING_PROD), .mask = mask,
-				       .log2 = log2, .data = b + RING_DATA };
-		found = 1;
-	}
-	fclose(f);
-	return found;
-}
-
-static struct rxe_send_wqe *slot(struct sq_ring *r, uint32_t i)
-{
-	return (struct rxe_send_wqe *)(r->data + ((size_t)(i & r->mask) << r->log2));
 }
 
 /*
@@ -689,8 +636,8 @@ static void *ring_writer_run(void *arg)
 			continue;
 		}
 		for (int i = 0; i < BATCH; i += 2) {
-			struct rxe_send_wqe *b = slot(&f->ring, prod + i);
-			struct rxe_send_wqe *v = slot(&f->ring, prod + i + 1);
+			struct rxe_send_wqe *b = sq_slot(&f->ring, prod + i);
+			struct rxe_send_wqe *v = sq_slot(&f->ring, prod + i + 1);
 			uint32_t next = ibv_inc_rkey(key);
 
 			memcpy(b, f->bind_wqe, sizeof(f->bind_wqe));
@@ -846,20 +793,18 @@ static int feed(struct ibv_context *ctx, enum feed_kind kind)
 	}
 	free(wr);
 	free(sge);
+	if (!find_sq(&f.ring, (uint32_t)(atomic_load(&f.posted[0]) - 1)))
+		FAIL("the send ring is not among the mappings");
 	if (kind == FEED_RC_LOCAL) {
-		long last = atomic_load(&f.posted[0]) - 1;
-
-		if (!find_sq(&f.ring, (uint32_t)last))
-			FAIL("the send ring is not among the mappings");
-		memcpy(f.bind_wqe, slot(&f.ring, atomic_load(f.ring.prod) - 2), sizeof(f.bind_wqe));
-		memcpy(f.inv_wqe, slot(&f.ring, atomic_load(f.ring.prod) - 1), sizeof(f.inv_wqe));
+		memcpy(f.bind_wqe, sq_slot(&f.ring, atomic_load(f.ring.prod) - 2), sizeof(f.bind_wqe));
+		memcpy(f.inv_wqe, sq_slot(&f.ring, atomic_load(f.ring.prod) - 1), sizeof(f.inv_wqe));
 		if (((struct rxe_send_wqe *)f.bind_wqe)->wr.opcode != IBV_WR_BIND_MW ||
 		    ((struct rxe_send_wqe *)f.inv_wqe)->wr.opcode != IBV_WR_LOCAL_INV)
 			FAIL("the ring's last WQEs are not the BIND_MW and LOCAL_INV posted");
 		if (!(f.raw_mw = ibv_alloc_mw(f.pd, IBV_MW_TYPE_2)))
 			FAIL("ibv_alloc_mw: %s", strerror(errno));
 	}
-	if (qp_rts(f.qp))
+	if (qp_rts(f.qp) || requeue_refused(&f.ring, (uint32_t)atomic_load(&f.out)))
 		FAIL("to RTS: %s", strerror(errno));
 	if (kind == FEED_RC_LOCAL)
 		fprintf(stderr, "%s: %ld WRs posted before RTS, then for %.0f s one thread writes "

@@ -405,7 +405,7 @@ static int check_mw_bind_other_pd(void)
 
 /*
  * (4b) The victim has a UD QP and an AH to it; it learns the AH's number from the WQE
- * librxe writes (a send posted in INIT stays in the ring). The attacker posts a UD SEND
+ * librxe writes (a send posted in INIT, refused by the doorbell). The attacker posts a UD SEND
  * to the victim's QP and Q_Key, and rewrites the AH number in its own ring slot to the
  * victim's before the doorbell: the SEND completes in error and the victim receives
  * nothing; a valid SEND behind it (to the attacker's own QP) completes.
@@ -461,6 +461,7 @@ static int ud_victim(struct peer *p)
 	struct ibv_ah *ah;
 	struct ibv_wc wc[4];
 	uint32_t nums[2];
+	struct sq_ring sq;
 	uint8_t *slot;
 	char go;
 	int n;
@@ -473,10 +474,11 @@ static int ud_victim(struct peer *p)
 	    post_ud_recvs(qp, rmr, 4) || !(ah = ah_to(&e)) ||
 	    !(tx = qp_new(&e, IBV_QPT_UD, NULL)) || qp_init(tx, 0))
 		FAIL("victim setup: %s", strerror(errno));
-	/* In INIT the doorbell fails and the WQE stays in the ring, AH number and all. */
+	/* In INIT the doorbell fails; librxe has written the WQE, AH number and all. */
 	post_ud(tx, ah, smr, qp->qp_num, magic);
-	if (!(slot = find_in_rings(magic)))
+	if (!find_sq(&sq, magic))
 		FAIL("victim: its WQE is not in a ring mapping");
+	slot = (uint8_t *)sq_slot(&sq, atomic_load(sq.prod) - 1);
 	nums[0] = *(volatile uint32_t *)(slot + UD_AH_NUM);
 	nums[1] = qp->qp_num;
 	fprintf(stderr, "victim: AH number %u, UD QP %#x\n", nums[0], nums[1]);
@@ -488,8 +490,9 @@ static int ud_victim(struct peer *p)
 	if (n != 0)
 		FAIL("victim: %d datagram(s) arrived during the attack (wr_id %llu)", n,
 		     (unsigned long long)wc[0].wr_id);
-	/* Its own datagrams arrive: the WQE left in the ring and one more. */
-	if (qp_up(&e, tx, 0, NULL, 0) || post_ud(tx, ah, smr, qp->qp_num, magic + 1))
+	/* Its own datagrams arrive: the WQE posted in INIT (see requeue_refused) and one more. */
+	if (qp_up(&e, tx, 0, NULL, 0) || requeue_refused(&sq, 1) ||
+	    post_ud(tx, ah, smr, qp->qp_num, magic + 1))
 		FAIL("victim: its own send: %s", strerror(errno));
 	n = poll_for(e.rcq, wc, 2, 3000);
 	if (n != 2 || wc[0].status || wc[1].status)
@@ -508,6 +511,7 @@ static int check_ud_other_ah(void)
 	struct ibv_ah *ah;
 	struct ibv_wc wc[4];
 	uint32_t nums[2];
+	struct sq_ring sq;
 	uint8_t *slot;
 	int n, bad = 0, ret;
 
@@ -522,12 +526,13 @@ static int check_ud_other_ah(void)
 	if (get(&v, nums, sizeof(nums), 60000))
 		FAIL("no numbers from the victim");
 	post_ud(qp, ah, smr, nums[1], magic);
-	if (!(slot = find_in_rings(magic)))
+	if (!find_sq(&sq, magic))
 		FAIL("our WQE is not in a ring mapping");
+	slot = (uint8_t *)sq_slot(&sq, atomic_load(sq.prod) - 1);
 	fprintf(stderr, "our AH number %u; the WQE now names the victim's, %u\n",
 		*(volatile uint32_t *)(slot + UD_AH_NUM), nums[0]);
 	*(volatile uint32_t *)(slot + UD_AH_NUM) = nums[0];
-	if (qp_up(&e, qp, 0, NULL, 0) || post_ud_recvs(qp, rmr, 1))
+	if (qp_up(&e, qp, 0, NULL, 0) || post_ud_recvs(qp, rmr, 1) || requeue_refused(&sq, 1))
 		FAIL("to RTS: %s", strerror(errno));
 	/* A valid SEND to ourselves rings the doorbell; the rewritten one is ahead of it. */
 	ret = post_ud(qp, ah, smr, qp->qp_num, magic + 1);

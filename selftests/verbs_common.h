@@ -12,10 +12,12 @@
 #define RXE_RS_VERBS_COMMON_H
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <infiniband/verbs.h>
+#include <rdma/rdma_user_rxe.h>
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
 #define SKIP(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 4; } while (0)
@@ -102,6 +104,84 @@ static inline uint8_t *find_in_rings(uint64_t magic)
 	}
 	fclose(f);
 	return at;
+}
+
+/*
+ * A send ring as this process maps it (struct rxe_queue_buf): element size and index
+ * mask first, the producer index at byte 128, the consumer's at 256, the slots from 384
+ * on; indices are slot numbers, masked.
+ */
+struct sq_ring {
+	_Atomic uint32_t *prod, *cons;
+	uint32_t mask, log2;
+	uint8_t *data;
+};
+
+static inline struct rxe_send_wqe *sq_slot(const struct sq_ring *r, uint32_t i)
+{
+	return (struct rxe_send_wqe *)(r->data + ((size_t)(i & r->mask) << r->log2));
+}
+
+/*
+ * Finds a send ring among this process's mappings of the device file: the one whose
+ * newest WQE (librxe's producer side) has `wr_id`. Returns 1 if found.
+ */
+static inline int find_sq(struct sq_ring *r, uint64_t wr_id)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	char line[512];
+	int found = 0;
+
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f)) {
+		unsigned long start, end;
+		struct sq_ring c;
+		uint8_t *b;
+
+		if (!strstr(line, "/dev/infiniband/uverbs") ||
+		    sscanf(line, "%lx-%lx", &start, &end) != 2)
+			continue;
+		b = (uint8_t *)start;
+		c = (struct sq_ring){ .prod = (_Atomic uint32_t *)(b + 128),
+				      .cons = (_Atomic uint32_t *)(b + 256),
+				      .log2 = *(volatile uint32_t *)b,
+				      .mask = *(volatile uint32_t *)(b + 4), .data = b + 384 };
+		if (c.log2 < 6 || c.log2 > 16 || c.mask >= 1u << 24 ||
+		    384 + (((unsigned long)c.mask + 1) << c.log2) > end - start)
+			continue;
+		if (sq_slot(&c, atomic_load(c.prod) - 1)->wr.wr_id != wr_id)
+			continue;
+		*r = c;
+		found = 1;
+	}
+	fclose(f);
+	return found;
+}
+
+/*
+ * A send posted before RTS fails at the doorbell on both drivers, but what becomes of
+ * the WQE librxe wrote into the ring differs: rxe leaves it there, to go out at the
+ * first doorbell in RTS; rxe_rs drops it, as the failed call said it was not posted
+ * (differences.txt). Checks that post before RTS to fill a ring, or to find a WQE in it
+ * and rewrite it, call this in RTS, before the doorbell that is to carry them out: if
+ * the driver dropped the `n` newest WQEs, their bytes are still in their slots, and
+ * they are written again on the producer's side, in order, as a process posting them
+ * now would. Returns 0, or -1 if the ring holds neither those `n` nor nothing.
+ */
+static inline int requeue_refused(struct sq_ring *r, uint32_t n)
+{
+	uint32_t prod = atomic_load(r->prod), cons = atomic_load(r->cons);
+
+	if (((prod - cons) & r->mask) == n)
+		return 0;
+	if (cons != prod || n > r->mask)
+		return -1;
+	/* Oldest first: a slot read again later was not yet written over. */
+	for (uint32_t i = 0; i < n; i++)
+		memcpy(sq_slot(r, prod + i), sq_slot(r, prod - n + i), (size_t)1 << r->log2);
+	atomic_store_explicit(r->prod, (prod + n) & r->mask, memory_order_release);
+	return 0;
 }
 
 static int run_check(int argc, char **argv, const struct check *checks)

@@ -2507,10 +2507,11 @@ static int check_hostile_rings(struct ibv_context *ctx)
 }
 
 /*
- * Hostile send WQEs: a valid WQE is posted while the QP is in INIT (the doorbell fails,
- * the WQE stays in the ring), found in the mapped send ring by its wr_id, rewritten
- * into one class of garbage, and sent once the QP (RC, connected to itself) is in RTS,
- * by the doorbell of a valid WQE posted behind it. Each must end in an error completion (or a failed doorbell) and
+ * Hostile send WQEs: a valid WQE is posted while the QP is in INIT (the doorbell fails),
+ * found in the mapped send ring by its wr_id, rewritten into one class of garbage, put
+ * back ahead of the producer where the driver dropped it (requeue_refused), and sent
+ * once the QP (RC, connected to itself) is in RTS, by the doorbell of a valid WQE
+ * posted behind it. Each must end in an error completion (or a failed doorbell) and
  * leave the device working.
  */
 enum hostile_class { H_OPCODE, H_KERNEL_OPCODE, H_INLINE, H_SGE_COUNT, H_SGE_OVERFLOW, H_LKEY };
@@ -2519,6 +2520,7 @@ static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
 {
 	const uint64_t magic = 0x5ca1ab1e00000000ull | what;
 	static char buf[64];
+	struct sq_ring sq;
 	struct qp_env e;
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
@@ -2534,10 +2536,11 @@ static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
 	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = magic, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-	/* In INIT the doorbell fails; the WQE stays in the ring. */
+	/* In INIT the doorbell fails; librxe has written the WQE into the ring. */
 	ibv_post_send(qp, &wr, &bad);
-	if (!(wqe = find_in_rings(magic)))
+	if (!find_sq(&sq, magic))
 		FAIL("the posted WQE is not in any ring mapping");
+	wqe = (uint8_t *)sq_slot(&sq, atomic_load(sq.prod) - 1);
 	/* Offsets of struct rxe_send_wqe (include/uapi/rdma/rdma_user_rxe.h). */
 	uint32_t *opcode = (uint32_t *)(wqe + 12), *flags = (uint32_t *)(wqe + 16);
 	uint32_t *dma_len = (uint32_t *)(wqe + 184), *num_sge = (uint32_t *)(wqe + 196);
@@ -2553,6 +2556,8 @@ static int hostile_wqe(struct ibv_context *ctx, enum hostile_class what)
 	}
 	if (walk_to(&e, qp, IBV_QPS_RTS))
 		return 1;
+	if (requeue_refused(&sq, 1))
+		FAIL("the send ring holds neither the WQE nor nothing");
 	/* A valid WQE rings the doorbell; the hostile one is ahead of it. */
 	wr.wr_id = magic + 0x100;
 	ret = ibv_post_send(qp, &wr, &bad);
