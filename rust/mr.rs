@@ -214,8 +214,10 @@ impl KernelMemory {
 }
 
 /// The pages a fast-registration MR maps: DMA addresses of pages of the MR's page
-/// size, at most as many as the MR was allocated for, and the range of addresses
-/// (`iova`, length) the last `ib_map_mr_sg()` gave them.
+/// size, at most as many as the MR was allocated for, and where in them the mapping
+/// the last `ib_map_mr_sg()` made starts and how long it is. Its bytes are addressed by
+/// their offset from its first: the address its consumer registers it at is the REG_MR
+/// work request's business.
 #[pin_data]
 pub(crate) struct PageList {
     #[pin]
@@ -224,7 +226,8 @@ pub(crate) struct PageList {
 
 struct Pages {
     addrs: KVec<u64>,
-    iova: u64,
+    /// The offset of the mapping's first byte in the first page.
+    first: u64,
     length: u64,
     /// log2 of the page size.
     shift: u32,
@@ -238,7 +241,7 @@ impl PageList {
             pin_init!(Self {
                 inner <- new_spinlock_irq!(Pages {
                     addrs,
-                    iova: 0,
+                    first: 0,
                     length: 0,
                     shift: PAGE_SHIFT as u32,
                 }),
@@ -247,10 +250,9 @@ impl PageList {
         )
     }
 
-    /// The addresses the last mapping covers: first, and how many bytes.
-    pub(crate) fn range(&self) -> (u64, u64) {
-        let p = self.inner.lock();
-        (p.iova, p.length)
+    /// How many bytes the last mapping covers.
+    pub(crate) fn length(&self) -> u64 {
+        self.inner.lock().length
     }
 
     fn start(&self, page_size: u32) {
@@ -261,7 +263,7 @@ impl PageList {
 
     fn finish(&self, iova: u64, length: u64) {
         let mut p = self.inner.lock();
-        p.iova = iova;
+        p.first = iova & ((1u64 << p.shift) - 1);
         p.length = length;
     }
 
@@ -275,11 +277,11 @@ impl PageList {
     }
 
     /// Calls `f` with (kernel address, range of the caller's buffer) for each piece of
-    /// `len` bytes at `iova`, split at the MR's page boundaries; `EFAULT` if a piece is
-    /// not on a mapped page.
+    /// the `len` bytes `off` bytes into the mapping, split at the MR's page boundaries;
+    /// `EFAULT` if a piece is not on a mapped page.
     fn pieces(
         &self,
-        iova: u64,
+        off: usize,
         len: usize,
         mut f: impl FnMut(u64, core::ops::Range<usize>) -> Result,
     ) -> Result {
@@ -287,30 +289,33 @@ impl PageList {
         let size = 1u64 << p.shift;
         let mut done = 0;
         while done < len {
-            let at = iova.checked_add(done as u64).ok_or(EFAULT)?;
-            let page = (at >> p.shift)
-                .checked_sub(p.iova >> p.shift)
-                .and_then(|i| usize::try_from(i).ok())
+            // From the start of the first page: at most its size plus a `usize` sum.
+            let at = off
+                .checked_add(done)
+                .and_then(|o| (o as u64).checked_add(p.first))
+                .ok_or(EFAULT)?;
+            let page = usize::try_from(at >> p.shift)
+                .ok()
                 .and_then(|i| p.addrs.get(i))
                 .ok_or(EFAULT)?;
-            let off = at & (size - 1);
-            let n = ((size - off) as usize).min(len - done);
-            f(page + off, done..done + n)?;
+            let in_page = at & (size - 1);
+            let n = ((size - in_page) as usize).min(len - done);
+            f(page + in_page, done..done + n)?;
             done += n;
         }
         Ok(())
     }
 
-    /// Copies `data` to the mapped memory at `iova`.
-    pub(crate) fn write(&self, iova: u64, data: &[u8]) -> Result {
-        self.pieces(iova, data.len(), |addr, r| {
+    /// Copies `data` to the mapped memory `off` bytes into the mapping.
+    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
+        self.pieces(off, data.len(), |addr, r| {
             KernelMemory::new().write(addr, &data[r])
         })
     }
 
-    /// Copies the mapped memory at `iova` into `out`.
-    pub(crate) fn read(&self, iova: u64, out: &mut [u8]) -> Result {
-        self.pieces(iova, out.len(), |addr, r| {
+    /// Copies the mapped memory `off` bytes into the mapping into `out`.
+    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
+        self.pieces(off, out.len(), |addr, r| {
             KernelMemory::new().read(addr, &mut out[r])
         })
     }

@@ -122,6 +122,16 @@ pub(crate) struct SendWr<'a> {
     ud: bool,
 }
 
+/// A fast registration as its consumer posted it (see [`SendWr::reg`]).
+pub(crate) struct RegWr {
+    pub(crate) lkey: u32,
+    pub(crate) key: u32,
+    pub(crate) access: u32,
+    /// The MR's `iova` when the request was posted: consumers may change it after
+    /// `ib_map_mr_sg()` (NFS over RDMA puts the RPC's XID in its upper half).
+    pub(crate) iova: u64,
+}
+
 /// The datagram part of a send work request.
 pub(crate) struct UdWr<'a, T: Driver> {
     pub(crate) ah: &'a Ah<T>,
@@ -228,8 +238,9 @@ impl<'a> SendWr<'a> {
     }
 
     /// A fast registration: the MR's current lkey, the key it is to have (its low byte
-    /// counts) and the access rights (`IB_ACCESS_*`) it grants.
-    pub(crate) fn reg(&self) -> Option<(u32, u32, u32)> {
+    /// counts), the access rights (`IB_ACCESS_*`) it grants and the address of its first
+    /// byte.
+    pub(crate) fn reg(&self) -> Option<RegWr> {
         if self.ud || self.opcode() != Some(WrOpcode::RegMr) {
             return None;
         }
@@ -239,9 +250,15 @@ impl<'a> SendWr<'a> {
         if w.mr.is_null() {
             return None;
         }
-        // SAFETY: The consumer's MR, live for the call; only its key is read.
-        let lkey = unsafe { (*w.mr).lkey };
-        Some((lkey, w.key, w.access as u32))
+        // SAFETY: The consumer's MR, live for the call; only its key and address are
+        // read.
+        let (lkey, iova) = unsafe { ((*w.mr).lkey, (*w.mr).iova) };
+        Some(RegWr {
+            lkey,
+            key: w.key,
+            access: w.access as u32,
+            iova,
+        })
     }
 
     /// The address handle, QP number and Q_Key of a datagram.

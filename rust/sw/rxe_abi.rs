@@ -66,6 +66,9 @@ pub(crate) mod send {
     pub(crate) const REG_LKEY: usize = offset_of!(rxe_send_wqe, wr.wr.reg);
     pub(crate) const REG_KEY: usize = offset_of!(rxe_send_wqe, wr.wr.reg.key);
     pub(crate) const REG_ACCESS: usize = offset_of!(rxe_send_wqe, wr.wr.reg.access);
+    /// A kernel REG_MR's first address, in the WQE's `iova` (which C rxe keeps for the
+    /// remote address of RDMA operations).
+    pub(crate) const REG_IOVA: usize = offset_of!(rxe_send_wqe, iova);
     pub(crate) const FLUSH_RKEY: usize = offset_of!(rxe_send_wqe, wr.wr.flush.rkey);
     pub(crate) const FLUSH_TYPE: usize = offset_of!(rxe_send_wqe, wr.wr.flush.type_);
     pub(crate) const FLUSH_LEVEL: usize = offset_of!(rxe_send_wqe, wr.wr.flush.level);

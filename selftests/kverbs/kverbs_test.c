@@ -10,8 +10,9 @@
  * flush of the error state (in order, naming the QP), posts in the error state,
  * ib_drain_qp(), SRQs, the CQ overflow event, destroys with work outstanding,
  * fast-registration MRs. With `traffic=1`, two RC QPs of the device are connected to
- * each other instead and move data: REG_MR, then an RDMA READ with invalidate, after
- * which the key it invalidated must open nothing.
+ * each other instead and move data: REG_MR (the source's at an address its consumer
+ * set after mapping it), then an RDMA READ with invalidate, after which the key it
+ * invalidated must open nothing.
  */
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -444,9 +445,14 @@ static int connect_rc(struct ib_qp *qp, struct ib_qp *dest, int gid_index)
 					IB_QP_RNR_RETRY | IB_QP_SQ_PSN | IB_QP_MAX_QP_RD_ATOMIC);
 }
 
-/* Registers `mr` over the mapped `sg` with `access`, through `qp`; the completion. */
+/*
+ * Registers `mr` over the mapped `sg` with `access`, through `qp`; the completion. With
+ * `iova_hi`, the MR's address gets those upper 32 bits between ib_map_mr_sg() and the
+ * work request, as NFS over RDMA does with the RPC's XID: the registration must use
+ * the address the MR has when the request is posted.
+ */
 static int reg_mr(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *mr,
-		  struct scatterlist *sg, int access)
+		  struct scatterlist *sg, int access, u32 iova_hi)
 {
 	const struct ib_send_wr *bad;
 	struct ib_reg_wr r = {
@@ -458,6 +464,8 @@ static int reg_mr(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *mr,
 
 	if (ib_map_mr_sg(mr, sg, 1, NULL, PAGE_SIZE) != 1)
 		return -EINVAL;
+	if (iova_hi)
+		mr->iova = (mr->iova & 0xffffffffull) | (u64)iova_hi << 32;
 	if (ib_post_send(qp, &r.wr, &bad) || poll_n(cq, wc, 1) != 1)
 		return -EIO;
 	return wc[0].status == IB_WC_SUCCESS ? 0 : -EIO;
@@ -531,8 +539,9 @@ static void check_read_inv(struct ib_pd *pd)
 	}
 	CHECK(connect_rc(qa, qb, gid_index) == 0 && connect_rc(qb, qa, gid_index) == 0,
 	      "rc_connect_to_self", "modify_qp failed");
-	CHECK(reg_mr(qb, cq, src, &sg_src, IB_ACCESS_REMOTE_READ) == 0 &&
-		      reg_mr(qa, cq, dst, &sg_dst, IB_ACCESS_LOCAL_WRITE) == 0,
+	/* The source is read at an address the consumer chose after mapping it. */
+	CHECK(reg_mr(qb, cq, src, &sg_src, IB_ACCESS_REMOTE_READ, 0x5ca1ab1e) == 0 &&
+		      reg_mr(qa, cq, dst, &sg_dst, IB_ACCESS_LOCAL_WRITE, 0) == 0,
 	      "reg_mr_work_requests", "status %d", wc[0].status);
 	status = read_into(qa, cq, dst, src, PAGE_SIZE, dst->lkey);
 	CHECK(status == IB_WC_SUCCESS && wc[0].opcode == IB_WC_RDMA_READ &&

@@ -275,6 +275,14 @@ pub(crate) struct Region {
     origin: u64,
 }
 
+/// Whether each of `length` bytes from `iova` on has an address: a range may end
+/// exactly at 2^64, not past it.
+fn addressable(iova: u64, length: u64) -> bool {
+    length
+        .checked_sub(1)
+        .is_none_or(|last| iova.checked_add(last).is_some())
+}
+
 /// Whether `len` bytes at `addr` lie inside the `length` bytes at `start`. Computed from
 /// offsets, never from end addresses: a range may end exactly at 2^64.
 fn within(start: u64, length: u64, addr: u64, len: u64) -> bool {
@@ -335,7 +343,7 @@ impl Region {
             Memory::Odp(o, _) => return o.write(off, data).map_err(odp_error),
             Memory::User(u) => u.write(off, data),
             Memory::Dma(k) => k.write(iova, data),
-            Memory::Fast(p) => p.write(iova, data),
+            Memory::Fast(p) => p.write(off, data),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
         .map_err(|_| AccessError::Range)
@@ -348,7 +356,7 @@ impl Region {
             Memory::Odp(o, _) => return o.read(off, out).map_err(odp_error),
             Memory::User(u) => u.read(off, out),
             Memory::Dma(k) => k.read(iova, out),
-            Memory::Fast(p) => p.read(iova, out),
+            Memory::Fast(p) => p.read(off, out),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
         .map_err(|_| AccessError::Range)
@@ -460,18 +468,28 @@ pub(crate) fn remote(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OpError;
 
-/// REG_MR: the fast-registration MR `mr_key` names (by its index: consumers update the
-/// key byte in their `struct ib_mr` before they post) registers the pages its consumer
-/// mapped, with the key `key` (of the same index) and the access rights `raw_access`
-/// (as the work request has them), for a QP of PD `pd`. The MR must be free (not
-/// registered) and of that PD.
-pub(crate) fn register(
-    dev: &Device<RxeRs>,
-    mr_key: u32,
-    key: u32,
-    raw_access: u32,
-    pd: PdId,
-) -> Result<(), OpError> {
+/// What a REG_MR asks (see [`register`]).
+pub(crate) struct Reg {
+    pub(crate) mr_key: u32,
+    pub(crate) key: u32,
+    /// The access rights, as the work request has them (`IB_ACCESS_*`).
+    pub(crate) access: u32,
+    pub(crate) iova: u64,
+}
+
+/// REG_MR: the fast-registration MR `r.mr_key` names (by its index: consumers update
+/// the key byte in their `struct ib_mr` before they post) registers the pages its
+/// consumer mapped, addressed from `r.iova` (the MR's address when the request was
+/// posted, not necessarily the one `ib_map_mr_sg()` gave it), with the key `r.key` (of
+/// the same index) and the access rights `r.access`, for a QP of PD `pd`. The MR must
+/// be free (not registered) and of that PD.
+pub(crate) fn register(dev: &Device<RxeRs>, r: &Reg, pd: PdId) -> Result<(), OpError> {
+    let Reg {
+        mr_key,
+        key,
+        access: raw_access,
+        iova,
+    } = *r;
     if key >> 8 != mr_key >> 8 {
         return Err(OpError);
     }
@@ -485,7 +503,10 @@ pub(crate) fn register(
     if e.pd != pd {
         return Err(OpError);
     }
-    let (iova, length) = pages.range();
+    let length = pages.length();
+    if !addressable(iova, length) {
+        return Err(OpError);
+    }
     let mut b = e.state.lock();
     if b.valid || b.dying {
         return Err(OpError);
@@ -731,12 +752,8 @@ impl RxeMr {
         if !access.within(MR_ACCESS | Access::HugeTlb) {
             return Err(eopnotsupp());
         }
-        // The MR's addresses may end exactly at 2^64, not past it: its last byte must
-        // have an address (ib_core does not check `iova + len`).
-        if len
-            .checked_sub(1)
-            .is_some_and(|last| iova.checked_add(last).is_none())
-        {
+        // ib_core does not check `iova + len`.
+        if !addressable(iova, len) {
             return Err(EINVAL);
         }
         // Persistence needs persistent memory, which a process's pages are not (rxe

@@ -10,7 +10,7 @@
 
 use crate::ib::verbs::{SendFlag, SendFlags, WcStatus, WrOpcode};
 pub(crate) use crate::ib::wr::Sge;
-use crate::mr::Bind;
+use crate::mr::{Bind, Reg};
 use crate::param;
 use crate::sw::rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 
@@ -222,14 +222,15 @@ impl<'a> SendWqe<'a> {
         }
     }
 
-    /// What a REG_MR asks: the MR's lkey, its new key and access rights.
-    pub(crate) fn reg(&self) -> (u32, u32, u32) {
+    /// What a REG_MR asks.
+    pub(crate) fn reg(&self) -> Reg {
         let b = self.bytes;
-        (
-            u32_at(b, at::REG_LKEY),
-            u32_at(b, at::REG_KEY),
-            u32_at(b, at::REG_ACCESS),
-        )
+        Reg {
+            mr_key: u32_at(b, at::REG_LKEY),
+            key: u32_at(b, at::REG_KEY),
+            access: u32_at(b, at::REG_ACCESS),
+            iova: u64_at(b, at::REG_IOVA),
+        }
     }
 
     /// What a FLUSH asks: the rkey, the placement type and the selectivity level.

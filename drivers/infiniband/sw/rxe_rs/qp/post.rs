@@ -64,10 +64,11 @@ impl RxeQp {
             put32(&mut b, at::ATOMIC_RKEY, rkey);
         }
         if opcode == WrOpcode::RegMr {
-            let (lkey, key, access) = wr.reg().ok_or(EINVAL)?;
-            put32(&mut b, at::REG_LKEY, lkey);
-            put32(&mut b, at::REG_KEY, key);
-            put32(&mut b, at::REG_ACCESS, access);
+            let reg = wr.reg().ok_or(EINVAL)?;
+            put32(&mut b, at::REG_LKEY, reg.lkey);
+            put32(&mut b, at::REG_KEY, reg.key);
+            put32(&mut b, at::REG_ACCESS, reg.access);
+            put64(&mut b, at::REG_IOVA, reg.iova);
             // A registration carries no data.
             return Ok((b, SEND_WQE_HDR));
         }

@@ -345,8 +345,7 @@ fn local_op(
             mr::invalidate(dev, rkey, shared.pd, qpn).map_err(|_| WcStatus::LocQpOpErr)
         }
         WrOpcode::RegMr => {
-            let (lkey, key, access) = wqe.reg();
-            mr::register(dev, lkey, key, access, shared.pd).map_err(|_| WcStatus::LocQpOpErr)
+            mr::register(dev, &wqe.reg(), shared.pd).map_err(|_| WcStatus::LocQpOpErr)
         }
         _ => mr::bind(dev, &wqe.bind(), shared.pd, shared.qp_num())
             .map(|_| ())
