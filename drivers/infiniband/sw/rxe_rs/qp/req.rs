@@ -57,7 +57,7 @@ use kernel::{
 
 /// How many PSNs may be sent and not yet acknowledged (rxe allows as many). With 256,
 /// bursts overran a link between two guests: a tenth of the packets were lost.
-const WINDOW: i32 = 128;
+const WINDOW: u32 = 128;
 /// An acknowledgement is asked for at least every this many packets.
 const ACK_EVERY: u32 = 32;
 
@@ -407,7 +407,9 @@ fn start<'b>(
     // Stop while the window of unacknowledged PSNs is full.
     if index != inner.sq.consumer() {
         let oldest = inner.req.record(inner.sq.consumer()).first_psn;
-        if psn::diff(inner.req_psn, oldest) >= WINDOW {
+        // Unsigned: a READ may span half the PSN space or more, past which a signed
+        // distance reads as negative.
+        if psn::ahead(inner.req_psn, oldest) >= WINDOW {
             return ControlFlow::Break(Step::Idle);
         }
     }

@@ -240,25 +240,42 @@ impl RespState {
         }
     }
 
+    /// The slot of the `age`th oldest resource (`age` below the length).
+    fn slot_of_age(&self, age: usize) -> usize {
+        let len = self.res.len();
+        // `oldest < len` and `age < len`: below 2 * len, no wrap.
+        let i = self.oldest() + age;
+        if i >= len {
+            i - len
+        } else {
+            i
+        }
+    }
+
+    /// How many resources are older than the one in slot `i` (below the length).
+    ///
+    /// The slots hold the resources in the order their requests came, so this, not
+    /// their PSNs, orders them: PSNs compare only within half their space, and one READ
+    /// may span that much.
+    fn age(&self, i: usize) -> usize {
+        let oldest = self.oldest();
+        // Both below the length: no wrap.
+        if i >= oldest {
+            i - oldest
+        } else {
+            i + (self.res.len() - oldest)
+        }
+    }
+
     /// The first resource with an answer to send, from the `age`th oldest on.
     fn first_todo(&self, age: usize) -> Option<usize> {
-        let len = self.res.len();
-        let oldest = self.oldest();
-        (age..len)
-            .map(|a| {
-                // `oldest < len` and `a < len`: below 2 * len, no wrap.
-                let i = oldest + a;
-                if i >= len {
-                    i - len
-                } else {
-                    i
-                }
-            })
+        (age..self.res.len())
+            .map(|a| self.slot_of_age(a))
             .find(|&i| self.res[i].todo.is_some())
     }
 
     /// Resource `i` is to be answered from PSN `p`: after the answers of the resources
-    /// before it in PSN order, which are sent first. A request that came again for a
+    /// before it (in the order their requests came), which are sent first. A request that came again for a
     /// resource before the one being answered goes back: what was queued after it is
     /// dropped (the requester asks again for that too, as it sends everything after a
     /// loss again). One that asks for what is on its way already is ignored, so however
@@ -267,17 +284,16 @@ impl RespState {
         let Some(r) = self.res.get(i) else {
             return;
         };
-        let first = r.first_psn;
         if r.todo.is_some_and(|next| psn::diff(p, next) >= 0) {
             // On its way from `p` or before.
             return;
         }
         match self.cur {
-            Some(c) if psn::diff(first, self.res[c].first_psn) <= 0 => {
-                for r in self.res.iter_mut() {
-                    if psn::diff(r.first_psn, first) > 0 {
-                        r.todo = None;
-                    }
+            Some(c) if self.age(i) <= self.age(c) => {
+                let age = self.age(i);
+                for a in age + 1..self.res.len() {
+                    let j = self.slot_of_age(a);
+                    self.res[j].todo = None;
                 }
                 self.cur = Some(i);
             }
@@ -287,7 +303,8 @@ impl RespState {
         self.res[i].todo = Some(p);
     }
 
-    /// The answer of the current resource is sent: the next one in PSN order follows.
+    /// The answer of the current resource is sent: the next one (in the order the
+    /// requests came) follows.
     ///
     /// Only resources after the current one can have answers to send ([`answer`]
     /// drops those after a resource it goes back to), so the walk starts after it: in
@@ -295,28 +312,24 @@ impl RespState {
     ///
     /// [`answer`]: RespState::answer
     fn next_answer(&mut self) {
-        let len = self.res.len();
         let age = match self.cur {
-            Some(c) if c < len => {
+            Some(c) if c < self.res.len() => {
                 self.res[c].todo = None;
-                let oldest = self.oldest();
-                // The age of slot `c`, plus one: at most `len`.
-                if c >= oldest {
-                    c - oldest + 1
-                } else {
-                    c + (len - oldest) + 1
-                }
+                // At most the length.
+                self.age(c) + 1
             }
             _ => 0,
         };
         self.cur = self.first_todo(age);
     }
 
-    /// The resource whose PSNs hold `p`.
+    /// The newest resource whose PSNs hold `p`: an older one may hold the same PSNs of
+    /// an earlier turn of the PSN space.
     fn find(&self, p: u32) -> Option<usize> {
-        self.res
-            .iter()
-            .position(|r| psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0)
+        (0..self.res.len()).rev().map(|a| self.slot_of_age(a)).find(|&i| {
+            let r = &self.res[i];
+            psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0
+        })
     }
 
     /// Whether answers (READ responses, atomic acknowledgements) wait to be sent.
@@ -1710,6 +1723,38 @@ mod tests {
         assert_eq!(s.cur, Some(0));
         s.next_answer();
         assert_eq!(s.cur, None);
+        Ok(())
+    }
+
+    /// A READ that spans half the PSN space (2^31 bytes at an MTU of 256) is answered
+    /// before the request that came after it, whose PSNs its own seem to follow.
+    #[test]
+    fn answers_in_request_order_past_half_the_psn_space() -> Result {
+        let mut s = RespState::new(2)?;
+        s.keep(res(0, 0x7f_ffff), 2);
+        s.keep(res(0x80_0000, 0x80_0000), 2);
+        s.answer(0, 0);
+        s.answer(1, 0x80_0000);
+        assert_eq!(s.cur, Some(0));
+        s.next_answer();
+        assert_eq!(s.cur, Some(1));
+        s.next_answer();
+        assert_eq!(s.cur, None);
+        Ok(())
+    }
+
+    /// A request that came again is matched with the newest resource that holds its
+    /// PSN, not with one of an earlier turn of the PSN space.
+    #[test]
+    fn find_prefers_the_newest_turn() -> Result {
+        let mut s = RespState::new(3)?;
+        for (p, slot) in [(10, 0), (0x40_0000, 1), (10, 2)] {
+            assert_eq!(s.keep(res(p, p), 3), slot);
+        }
+        assert_eq!(s.find(10), Some(2));
+        // Replaced: the oldest (slot 0) is now the newest turn of PSN 10 again.
+        assert_eq!(s.keep(res(10, 10), 3), 0);
+        assert_eq!(s.find(10), Some(0));
         Ok(())
     }
 

@@ -20,6 +20,12 @@ pub fn diff(a: u32, b: u32) -> i32 {
     ((a.wrapping_sub(b) << 8) as i32) >> 8
 }
 
+/// How far `a` is ahead of `b`, in `0..2^24`: the count of PSNs from `b` up to `a`,
+/// for a distance that may exceed half the space (such as the span of one READ).
+pub fn ahead(a: u32, b: u32) -> u32 {
+    a.wrapping_sub(b) & PSN_MASK
+}
+
 /// How `a` compares with `b` in sequence order.
 pub fn cmp(a: u32, b: u32) -> Ordering {
     diff(a, b).cmp(&0)
@@ -45,6 +51,9 @@ mod tests {
         assert_eq!(diff(0xff_fff0, 0x10), -0x20);
         assert_eq!(cmp(0, PSN_MASK), Ordering::Greater);
         assert_eq!(cmp(5, 5), Ordering::Equal);
+        assert_eq!(ahead(0x10, 0xff_fff0), 0x20);
+        assert_eq!(ahead(0xff_fff0, 0x10), 0xff_ffe0);
+        assert_eq!(ahead(0x80_0000, 0), 0x80_0000);
     }
 
     #[test]
