@@ -11,6 +11,7 @@ use crate::ib::{
     qp::{QpEvent, QpState},
     task::{Task, Workqueue},
 };
+use crate::param;
 use crate::queue::WqeRing;
 use crate::wc::Completion;
 use crate::RxeRs;
@@ -35,9 +36,12 @@ impl RxeQp {
     }
 
     /// Flushes both queues of a QP in the error state, and the receive WQE a message
-    /// was being placed into, which comes before those still in the ring.
-    pub(super) fn flush(shared: &QpShared, inner: &mut QpInner, wq: &Workqueue) {
-        shared.flush_ring(&mut inner.sq, None, &shared.send_cq, wq);
+    /// was being placed into, which comes before those still in the ring. A run's
+    /// budget of each ring at a time (a process may claim a full ring by writing its
+    /// producer index, and this runs in softirq too): the QP's task flushes the rest
+    /// (see [`Self::flush_rest`]).
+    pub(super) fn flush(shared: &Arc<Task<QpShared>>, inner: &mut QpInner, wq: &Workqueue) {
+        let mut left = shared.flush_some(&mut inner.sq, param::RUN_BUDGET, &shared.send_cq, wq);
         // Nothing more is answered either.
         inner.resp.stop();
         inner.req.cur = None;
@@ -49,7 +53,24 @@ impl RxeQp {
                 .post(wq, &shared.flush_error(wqe.wr_id), false);
         }
         if let Some(rq) = &mut inner.rq {
-            shared.flush_ring(rq, None, &shared.recv_cq, wq);
+            left |= shared.flush_some(rq, param::RUN_BUDGET, &shared.recv_cq, wq);
+        }
+        if left {
+            wq.run(shared);
+        }
+    }
+
+    /// From the QP's task, in the error state: what [`Self::flush`] left, and receives
+    /// a process posted since (see `resp::request`), a run's budget of each ring at a
+    /// time; the task runs again while some are left.
+    pub(super) fn flush_rest(task: &Arc<Task<QpShared>>, inner: &mut QpInner) {
+        let wq = &task.dev.wq;
+        let mut left = task.flush_some(&mut inner.sq, param::RUN_BUDGET, &task.send_cq, wq);
+        if let Some(rq) = &mut inner.rq {
+            left |= task.flush_some(rq, param::RUN_BUDGET, &task.recv_cq, wq);
+        }
+        if left {
+            wq.run(task);
         }
     }
 }

@@ -15,7 +15,6 @@ use crate::ib::{
     task::{Task, TaskRun},
 };
 use crate::mr::Resolving;
-use crate::param;
 use crate::stats::Counter;
 use crate::RxeRs;
 use kernel::sync::Arc;
@@ -29,15 +28,7 @@ impl TaskRun for QpShared {
                 return;
             }
             if inner.state == QpState::Err {
-                // Receives a process posted since the QP entered the error state (see
-                // `resp::request`), a run's budget at a time: the process writes the
-                // producer index, and may claim a full ring.
-                if let Some(rq) = &mut inner.rq {
-                    let wq = &task.dev.wq;
-                    if task.flush_some(rq, param::RUN_BUDGET, &task.recv_cq, wq) {
-                        wq.run(task);
-                    }
-                }
+                RxeQp::flush_rest(task, &mut inner);
             }
             let kick = core::mem::take(&mut inner.kick);
             let respond = core::mem::take(&mut inner.respond);
