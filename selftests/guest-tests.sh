@@ -766,7 +766,8 @@ t_odp_pyverbs() {
 	[ $rc = 0 ] && [ "$n" -ge "${ODP_MIN:-15}" ]
 }
 # The same module with traffic=1: two RC QPs of the device connected to each other, REG_MR
-# and an RDMA READ with invalidate, after which the invalidated key must open nothing.
+# (the source MR's address changed after ib_map_mr_sg(), as NFS over RDMA does) and an
+# RDMA READ with invalidate, after which the invalidated key must open nothing.
 t_kernel_read_inv() {
 	with_dev || return 1
 	dmesg -C
@@ -971,13 +972,90 @@ t_udaddy() {
 	pair 7174 "udaddy -b 10.0.2.15 -c 2 -C 10" "udaddy -s 10.0.2.15 -c 2 -C 10" &&
 		grep -q 'return status 0' /tmp/server.out && grep -q 'return status 0' /tmp/client.out
 }
+# ---- Kernel consumers: NVMe, NFS, iSER over the device ----
+# kc_run NAME: what every kernel-consumer test shares. With the device up, NAME_body
+# sets up and runs the consumer; NAME_cleanup then undoes whatever of the setup exists
+# (bounded; it fails if something stays), the modules the test loaded are unloaded, and
+# afterwards the module reference counts and the device's resource counts are as
+# before, the device can be deleted in bounded time and the kernel logged no warning.
+# NAME_diag prints what helps when something failed.
+kc_mods() { awk '{ print $1 }' /proc/modules | sort; }
+# The device's resource counts (pd, qp, cm_id, mr, ...) but CQs: ib_core's shared CQ
+# pool (ib_cq_pool_get, which nvme-rdma, nvmet-rdma and sunrpc use) keeps its CQs until
+# the device is unregistered.
+kc_res() { rdma res show "$DEV" | cut -d: -f3- | sed 's/ cq [0-9]*//'; }
+same_res() { [ "$(kc_res)" = "$1" ]; }
+same_refcnts() { [ "$(refcnts)" = "$1" ]; }
+# The kernel log since the test started.
+kc_dmesg() { dmesg | tail -n +$((KC_D0 + 1)); }
+kc_dmesg_tail() { echo "dmesg (new lines, last 60):"; kc_dmesg | tail -n 60 | sed 's/^/  /'; }
+# Unloads the modules loaded since kc_run started, each once nothing holds it.
+kc_unload() {
+	kc_mods | comm -13 /tmp/kc.mods0 - > /tmp/kc.new
+	for round in 1 2 3 4 5 6; do
+		for m in $(cat /tmp/kc.new); do
+			[ -e "/sys/module/$m" ] || continue
+			[ "$(cat "/sys/module/$m/refcnt")" = 0 ] && timeout 60 rmmod "$m"
+		done
+	done
+	left=$(kc_mods | comm -13 /tmp/kc.mods0 - | tr '\n' ' ')
+	[ -z "$left" ] || { echo "modules left loaded: $left"; return 1; }
+}
+kc_run() {
+	with_dev || return 1
+	KC_D0=$(dmesg | wc -l)
+	kc_mods > /tmp/kc.mods0
+	settle
+	before=$(refcnts); res0=$(kc_res)
+	"$1_body"; rc=$?
+	[ $rc = 0 ] || "$1_diag"
+	{ "$1_cleanup" && kc_unload; } || { echo "cleanup failed"; "$1_diag"; rc=1; }
+	[ $rc = 0 ] || return $rc
+	settle
+	wait_for same_refcnts "$before"
+	after=$(refcnts)
+	echo "refcnt before: $before after: $after"
+	[ "$before" = "$after" ] || { echo "module reference counts changed"; return 1; }
+	wait_for same_res "$res0"
+	res1=$(kc_res)
+	echo "$DEV resources before:$res0 after:$res1"
+	[ "$res0" = "$res1" ] || { echo "kernel consumers left objects on $DEV"; return 1; }
+	# In the background: a delete that waits forever on a leftover kernel consumer
+	# cannot be killed, but the test can still report it.
+	rdma link delete "$DEV" & dpid=$!
+	j=0
+	while kill -0 $dpid 2>/dev/null; do
+		j=$((j + 1))
+		if [ $j -gt 300 ]; then
+			echo "rdma link delete hangs:"; cat "/proc/$dpid/stack" 2>/dev/null; "$1_diag"
+			return 1
+		fi
+		sleep 0.2
+	done
+	wait $dpid || { echo "rdma link delete failed"; "$1_diag"; return 1; }
+	no_device || return 1
+	if kc_dmesg | grep -Eq 'WARNING:|BUG:|Oops|general protection|refcount_t:'; then
+		echo "kernel warnings:"; "$1_diag"; return 1
+	fi
+}
+# kc_needs MODULE...: skip (4) unless every module exists.
+kc_needs() {
+	for m in "$@"; do
+		modinfo -n "$m" > /dev/null 2>&1 || { echo "no module $m"; return 4; }
+	done
+}
+configfs() {
+	grep -qs ' /sys/kernel/config configfs ' /proc/mounts ||
+		mount -t configfs configfs /sys/kernel/config || { echo "cannot mount configfs"; return 4; }
+}
+mounted_at() { grep -qs " $1 " /proc/mounts; }
+eth0_v4() { ip -4 -o addr show dev eth0 | awk '{ sub("/.*", "", $4); print $4; exit }'; }
+
 # NVMe over RDMA, target and host in this guest on the one device: nvmet exports a
 # memory-backed null_blk namespace on an RDMA port at eth0's IPv4 address, nvme-rdma
 # connects to it, and 8 MiB of random data written with O_DIRECT at 1 MiB, 64 KiB and
 # 4 KiB blocks (fast-registration MRs of up to 256 pages, in-capsule data) reads back
-# the same. Afterwards the controller, the configfs tree and every module the test
-# loaded are gone, the module reference counts and the device's PD, QP, MR and CM ID
-# counts are as before, the kernel logged no warning, and the device can be deleted.
+# the same; then kc_run's checks.
 NV_NQN=nqn.2014-08.org.rxe-rs:nvme-rdma-test
 NV_CFS=/sys/kernel/config/nvmet
 NV_PORT=$NV_CFS/ports/4420
@@ -999,17 +1077,8 @@ nv_blk() {
 }
 has_nv_blk() { nv_blk > /dev/null; }
 no_nv_ctrl() { [ -z "$(nv_ctrls)" ]; }
-same_refcnts() { [ "$(refcnts)" = "$1" ]; }
-# The device's resource counts (pd, qp, cm_id, mr, ...) but CQs: ib_core's shared CQ
-# pool (ib_cq_pool_get, which nvme-rdma and nvmet-rdma use) keeps its CQs until the
-# device is unregistered.
-nv_res() { rdma res show "$DEV" | cut -d: -f3- | sed 's/ cq [0-9]*//'; }
-same_res() { [ "$(nv_res)" = "$1" ]; }
-nv_mods() { awk '{ print $1 }' /proc/modules | sort; }
-# Tears down whatever of the setup exists, host first: disconnect (or delete the
-# controller), unlink the port, the namespace, the subsystem, then the modules the test
-# loaded (those of /tmp/nv.mods0 it did not find loaded), each rmmod once nothing holds
-# it. Bounded; fails if anything stays.
+# Host first: disconnect (or delete the controller), unlink the port, the namespace,
+# the subsystem.
 nv_cleanup() {
 	crc=0
 	if [ -n "$(nv_ctrls)" ]; then
@@ -1024,27 +1093,15 @@ nv_cleanup() {
 		rmdir "$NV_SUB/namespaces/1" || crc=1
 	fi
 	[ -d "$NV_SUB" ] && { rmdir "$NV_SUB" || crc=1; }
-	nv_mods | comm -13 /tmp/nv.mods0 - > /tmp/nv.new
-	for round in 1 2 3 4 5 6; do
-		for m in $(cat /tmp/nv.new); do
-			[ -e "/sys/module/$m" ] || continue
-			[ "$(cat "/sys/module/$m/refcnt")" = 0 ] && timeout 60 rmmod "$m"
-		done
-	done
-	left=$(nv_mods | comm -13 /tmp/nv.mods0 - | tr '\n' ' ')
-	[ -z "$left" ] || { echo "modules left loaded: $left"; crc=1; }
 	return $crc
 }
-# The kernel log since the test started.
-nv_dmesg() { dmesg | tail -n +$((NV_D0 + 1)); }
 nv_diag() {
 	echo "nvme list:"; timeout 20 nvme list 2>&1 | sed 's/^/  /'
 	echo "nvme list-subsys:"; timeout 20 nvme list-subsys 2>&1 | sed 's/^/  /'
-	echo "dmesg (new lines, last 60):"
-	nv_dmesg | tail -n 60 | sed 's/^/  /'
+	kc_dmesg_tail
 }
 nv_body() {
-	addr=$(ip -4 -o addr show dev eth0 | awk '{ sub("/.*", "", $4); print $4; exit }')
+	addr=$(eth0_v4)
 	[ -n "$addr" ] || { echo "no IPv4 address on eth0"; return 1; }
 	modprobe null_blk nr_devices=1 gb=1 memory_backed=1 || return 1
 	wait_for test -b /dev/nullb0 || { echo "no /dev/nullb0"; return 1; }
@@ -1094,50 +1151,332 @@ nv_body() {
 	wait_for no_nv_ctrl || { echo "controller still there after disconnect: $(nv_ctrls)"; return 1; }
 }
 t_nvme_rdma() {
-	for m in null_blk nvmet nvmet_rdma nvme_rdma; do
-		modinfo -n "$m" > /dev/null 2>&1 || { echo "no module $m"; return 4; }
-	done
+	kc_needs null_blk nvmet nvmet_rdma nvme_rdma || return
 	command -v nvme > /dev/null || { echo "no nvme-cli"; return 4; }
-	if ! grep -qs ' /sys/kernel/config configfs ' /proc/mounts; then
-		mount -t configfs configfs /sys/kernel/config || { echo "cannot mount configfs"; return 4; }
-	fi
+	configfs || return
 	for m in null_blk nvmet; do
 		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
 	done
-	with_dev || return 1
-	NV_D0=$(dmesg | wc -l)
-	nv_mods > /tmp/nv.mods0
-	settle
-	before=$(refcnts); res0=$(nv_res)
-	nv_body; rc=$?
-	[ $rc = 0 ] || nv_diag
-	nv_cleanup || { echo "cleanup failed"; nv_diag; rc=1; }
-	[ $rc = 0 ] || return $rc
-	settle
-	wait_for same_refcnts "$before"
-	after=$(refcnts)
-	echo "refcnt before: $before after: $after"
-	[ "$before" = "$after" ] || { echo "module reference counts changed"; return 1; }
-	wait_for same_res "$res0"
-	res1=$(nv_res)
-	echo "$DEV resources before:$res0 after:$res1"
-	[ "$res0" = "$res1" ] || { echo "kernel consumers left objects on $DEV"; return 1; }
-	# In the background: a delete that waits forever on a leftover kernel consumer
-	# cannot be killed, but the test can still report it.
-	rdma link delete "$DEV" & dpid=$!
-	j=0
-	while kill -0 $dpid 2>/dev/null; do
-		j=$((j + 1))
-		if [ $j -gt 300 ]; then
-			echo "rdma link delete hangs:"; cat "/proc/$dpid/stack" 2>/dev/null; nv_diag; return 1
-		fi
-		sleep 0.2
-	done
-	wait $dpid || { echo "rdma link delete failed"; nv_diag; return 1; }
-	no_device || return 1
-	if nv_dmesg | grep -Eq 'WARNING:|BUG:|Oops|general protection|refcount_t:'; then
-		echo "kernel warnings:"; nv_diag; return 1
+	kc_run nv
+}
+# NFS over RDMA, server and client in this guest on the one device: nfsd (NFSv4 only,
+# started by nfs-kernel-server's rpc.nfsd with an RDMA listener on port 20049) exports a
+# tmpfs, the client mounts it with proto=rdma (mountstats must name the RDMA transport),
+# fio writes files in 1 MiB, 64 KiB and 4 KiB blocks, direct and buffered, and verifies
+# them (crc32c), and 8 MiB of random data copied in reads back the same over the wire
+# after the client's page cache is dropped, and the same as the server's copy; then the
+# unmount, nfsd stopped, kc_run's checks. Nothing is written into the guest tree:
+# nfs-utils' state lives on a tmpfs.
+NFS_EXP=/tmp/nfs-export
+NFS_MNT=/tmp/nfs-mnt
+nfs_body() {
+	addr=$(eth0_v4)
+	[ -n "$addr" ] || { echo "no IPv4 address on eth0"; return 1; }
+	modprobe -a nfsd rpcrdma nfsv4 || return 1
+	mkdir -p "$NFS_EXP" "$NFS_MNT" || return 1
+	mount -t tmpfs -o size=96m tmpfs "$NFS_EXP" && mount -t tmpfs tmpfs /var/lib/nfs || return 1
+	mkdir -p /var/lib/nfs/v4recovery /run/rpcbind && touch /var/lib/nfs/etab /var/lib/nfs/rmtab ||
+		return 1
+	mounted_at /proc/fs/nfsd || mount -t nfsd nfsd /proc/fs/nfsd || return 1
+	# The shortest lease and grace period: the first OPEN waits out the grace period.
+	echo 10 > /proc/fs/nfsd/nfsv4leasetime && echo 10 > /proc/fs/nfsd/nfsv4gracetime || return 1
+	rpcbind -w || return 1
+	exportfs -o rw,no_root_squash,no_subtree_check,insecure,fsid=0 "*:$NFS_EXP" || return 1
+	rpc.mountd -N 2 -N 3 || return 1
+	timeout 60 rpc.nfsd -N 3 --rdma=20049 4 || { echo "rpc.nfsd failed"; return 1; }
+	echo "nfsd listeners: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+	grep -q '^rdma 20049' /proc/fs/nfsd/portlist || { echo "no RDMA listener"; return 1; }
+	t0=$(date +%s)
+	timeout 120 mount -t nfs4 -o proto=rdma,port=20049 "$addr:/" "$NFS_MNT" ||
+		{ echo "mount over RDMA failed"; return 1; }
+	echo "mounted in $(($(date +%s) - t0)) s: $(grep " $NFS_MNT " /proc/mounts)"
+	xprt=$(awk -v m="$NFS_MNT" '$1 == "device" { on = $5 == m } on && $1 == "xprt:" { print $2; exit }' \
+		/proc/self/mountstats)
+	[ "$xprt" = rdma ] || { echo "mountstats name the transport '$xprt', not rdma"; return 1; }
+	t0=$(date +%s)
+	timeout 300 fio --directory="$NFS_MNT" --ioengine=psync --verify=crc32c --verify_fatal=1 \
+		--size=8m --output=/tmp/nfs.fio \
+		--name=direct1m --bs=1m --rw=write --direct=1 \
+		--name=direct64k --bs=64k --rw=randwrite --direct=1 \
+		--name=direct4k --bs=4k --rw=randwrite --direct=1 --size=2m \
+		--name=buffered --bs=64k --rw=randwrite --direct=0 ||
+		{ echo "fio failed:"; tail -n 20 /tmp/nfs.fio | sed 's/^/  /'; return 1; }
+	grep -E '^ +(WRITE|READ):' /tmp/nfs.fio | sed 's/^ */  /'
+	echo "fio with verification in $(($(date +%s) - t0)) s"
+	head -c 8M /dev/urandom > /tmp/nfs.data && cp /tmp/nfs.data "$NFS_MNT/data" && sync ||
+		{ echo "copy in failed"; return 1; }
+	echo 3 > /proc/sys/vm/drop_caches
+	s0=$(sha256sum < /tmp/nfs.data); s1=$(timeout 120 sha256sum < "$NFS_MNT/data")
+	s2=$(sha256sum < "$NFS_EXP/data")
+	echo "sha256 written ${s0%% *}, read over NFS ${s1%% *}, on the server ${s2%% *}"
+	[ "$s0" = "$s1" ] && [ "$s0" = "$s2" ] || { echo "data differs"; return 1; }
+	timeout 60 umount "$NFS_MNT" || { echo "umount failed"; return 1; }
+}
+nfs_cleanup() {
+	crc=0
+	if mounted_at "$NFS_MNT"; then
+		timeout 60 umount -f "$NFS_MNT" || { echo "cannot unmount $NFS_MNT"; crc=1; }
 	fi
+	if [ -e /proc/fs/nfsd/threads ]; then
+		timeout 60 rpc.nfsd 0 || { echo "rpc.nfsd 0 failed"; crc=1; }
+		exportfs -ua
+	fi
+	for p in rpc.mountd rpcbind; do pkill -x "$p"; done
+	wait_for sh -c '! pgrep -x "rpc.mountd|rpcbind"' || { echo "nfs-utils daemons left"; crc=1; }
+	for m in /proc/fs/nfsd /var/lib/nfs "$NFS_EXP"; do
+		mounted_at "$m" && { umount "$m" || crc=1; }
+	done
+	return $crc
+}
+nfs_diag() {
+	echo "mounts:"; grep -E 'nfs|rpc' /proc/mounts | sed 's/^/  /'
+	[ -e /proc/fs/nfsd/portlist ] && echo "nfsd listeners: $(tr '\n' ' ' < /proc/fs/nfsd/portlist)"
+	kc_dmesg_tail
+}
+t_nfs_rdma() {
+	kc_needs nfsd nfsv4 rpcrdma || return
+	for c in rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs4 fio; do
+		command -v $c > /dev/null || { echo "no $c"; return 4; }
+	done
+	for m in nfsd nfs sunrpc; do
+		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
+	done
+	kc_run nfs
+}
+# LIO targets made with targetcli-fb (kernel_iser). targetcli saves to
+# /etc/rtslib-fb-target and its preferences under $HOME, and asks the system bus for
+# tcmu-runner's backstores (there are none) before anything else: tcli_up gives it a
+# tmpfs, a home in /tmp and a bus of its own (the guest tree has no system bus
+# configuration), so that nothing is written into the guest tree; tcli_down clears the
+# target and undoes that.
+tcli() { HOME=/tmp/tcli timeout 120 targetcli "$@"; }
+tcli_up() {
+	mkdir -p /tmp/tcli /run/dbus && mount -t tmpfs tmpfs /etc/rtslib-fb-target || return 1
+	printf '%s\n' '<busconfig><type>system</type>' \
+		'<listen>unix:path=/run/dbus/system_bus_socket</listen>' \
+		'<pidfile>/run/dbus/pid</pidfile><auth>EXTERNAL</auth>' \
+		'<policy context="default"><allow user="*"/><allow own="*"/>' \
+		'<allow send_destination="*"/><allow send_type="method_call"/>' \
+		'<allow send_requested_reply="true" send_type="method_return"/>' \
+		'<allow send_requested_reply="true" send_type="error"/>' \
+		'<allow receive_type="method_call"/><allow receive_type="method_return"/>' \
+		'<allow receive_type="error"/><allow receive_type="signal"/>' \
+		'</policy></busconfig>' > /tmp/dbus.conf &&
+		dbus-daemon --config-file=/tmp/dbus.conf --fork || { echo "no system bus"; return 1; }
+	tcli set global auto_save_on_exit=false auto_add_default_portal=false > /dev/null
+}
+tcli_down() {
+	trc=0
+	if [ -s /run/dbus/pid ]; then
+		tcli clearconfig confirm=True > /dev/null || { echo "targetcli clearconfig failed"; trc=1; }
+		kill "$(cat /run/dbus/pid)" && rm -f /run/dbus/pid
+	fi
+	# Each fabric's directory holds its module (and they, target_core_mod).
+	for f in /sys/kernel/config/target/*/; do
+		f=${f%/}
+		case ${f##*/} in core | '*') ;; *) rmdir "$f" || { echo "cannot remove $f"; trc=1; } ;; esac
+	done
+	mounted_at /etc/rtslib-fb-target && { umount /etc/rtslib-fb-target || trc=1; }
+	return $trc
+}
+# blk_verify DISK TAG: fio writes DISK in 1 MiB, 64 KiB and 4 KiB blocks with O_DIRECT
+# and verifies it (crc32c), and 8 MiB of random data read back through the page cache
+# after it was dropped are the same (the disk has at least 40 MiB).
+blk_verify() {
+	t0=$(date +%s)
+	timeout 300 fio --filename="$1" --ioengine=psync --direct=1 --verify=crc32c --verify_fatal=1 \
+		--output="/tmp/$2.fio" \
+		--name=b1m --bs=1m --rw=write --offset=0 --size=16m \
+		--name=b64k --bs=64k --rw=randwrite --offset=16m --size=8m \
+		--name=b4k --bs=4k --rw=randwrite --offset=24m --size=2m ||
+		{ echo "fio failed:"; tail -n 20 "/tmp/$2.fio" | sed 's/^/  /'; return 1; }
+	grep -E '^ +(WRITE|READ):' "/tmp/$2.fio" | sed 's/^ */  /'
+	echo "fio with verification in $(($(date +%s) - t0)) s"
+	head -c 8M /dev/urandom > "/tmp/$2.data" &&
+		timeout 120 dd if="/tmp/$2.data" of="$1" bs=1M seek=32 oflag=direct status=none ||
+		{ echo "write failed"; return 1; }
+	echo 3 > /proc/sys/vm/drop_caches
+	s0=$(sha256sum < "/tmp/$2.data")
+	s1=$(timeout 120 dd if="$1" bs=1M skip=32 count=8 status=none | sha256sum)
+	echo "sha256 written ${s0%% *}, read ${s1%% *}"
+	[ "$s0" = "$s1" ] || { echo "data read back differs"; return 1; }
+}
+
+# iSER, target and initiator in this guest on the one device: an LIO target made with
+# targetcli-fb exports a 64 MiB ramdisk LUN on a portal at eth0's IPv4 address with
+# iSER enabled (ib_isert), open-iscsi's iscsid and iscsiadm log in through its iface
+# iser (ib_iser), and blk_verify checks the disk; then the logout,
+# the target cleared, kc_run's checks. open-iscsi's node database lives on a tmpfs.
+IS_IQN=iqn.2003-01.org.rxe-rs:iser-test
+is_disk() {
+	for b in /sys/class/iscsi_session/session*/device/target*/*/block/*; do
+		[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+has_is_disk() { is_disk > /dev/null; }
+no_is_session() { ! ls /sys/class/iscsi_session/ 2>/dev/null | grep -q .; }
+is_body() {
+	addr=$(eth0_v4)
+	[ -n "$addr" ] || { echo "no IPv4 address on eth0"; return 1; }
+	cp /etc/iscsi/initiatorname.iscsi /etc/iscsi/iscsid.conf /tmp/ &&
+		mount -t tmpfs tmpfs /etc/iscsi && cp /tmp/initiatorname.iscsi /etc/iscsi/ || return 1
+	# iscsid runs already (no systemd); a lost connection gives up within seconds.
+	sed -e 's|^iscsid.startup = .*|iscsid.startup = /bin/true|' \
+		-e 's|^node.session.timeo.replacement_timeout = .*|node.session.timeo.replacement_timeout = 10|' \
+		/tmp/iscsid.conf > /etc/iscsi/iscsid.conf || return 1
+	tcli_up || return 1
+	tcli /backstores/ramdisk create name=rd0 size=64M &&
+		tcli /iscsi create "$IS_IQN" &&
+		tcli "/iscsi/$IS_IQN/tpg1/luns" create /backstores/ramdisk/rd0 &&
+		tcli "/iscsi/$IS_IQN/tpg1" set attribute authentication=0 demo_mode_write_protect=0 \
+			generate_node_acls=1 cache_dynamic_acls=1 &&
+		tcli "/iscsi/$IS_IQN/tpg1/portals" create "$addr" 3260 &&
+		tcli "/iscsi/$IS_IQN/tpg1/portals/$addr:3260" enable_iser true > /tmp/is.tcli 2>&1 ||
+		{ echo "target setup failed:"; cat /tmp/is.tcli 2>/dev/null; return 1; }
+	mkdir -p /run/lock/iscsi && iscsid || { echo "iscsid failed"; return 1; }
+	# open-iscsi's built-in iface "iser" has the iser transport.
+	iscsiadm -m node -o new -T "$IS_IQN" -p "$addr:3260" -I iser > /dev/null ||
+		{ echo "iscsiadm: no node record"; return 1; }
+	t0=$(date +%s)
+	timeout 120 iscsiadm -m node -T "$IS_IQN" -p "$addr:3260" -I iser --login ||
+		{ echo "login over iSER failed"; return 1; }
+	wait_for has_is_disk || { echo "no disk after login"; return 1; }
+	disk=$(is_disk)
+	echo "logged in in $(($(date +%s) - t0)) s: $disk ($(cat /sys/class/block/${disk#/dev/}/size) sectors)," \
+		"iSCSI transports: $(ls /sys/class/iscsi_transport | tr '\n' ' ')"
+	ls /sys/class/iscsi_transport | grep -qx iser || { echo "no iser transport"; return 1; }
+	blk_verify "$disk" is || return 1
+	timeout 60 iscsiadm -m node -T "$IS_IQN" -p "$addr:3260" -I iser --logout ||
+		{ echo "logout failed"; return 1; }
+	wait_for no_is_session || { echo "session left after logout"; return 1; }
+}
+is_cleanup() {
+	crc=0
+	if ! no_is_session; then
+		timeout 60 iscsiadm -m node --logoutall=all
+		wait_for no_is_session || { echo "iSCSI session left"; crc=1; }
+	fi
+	if pgrep -x iscsid > /dev/null; then
+		timeout 30 iscsiadm -k 0 2>/dev/null || pkill -x iscsid
+		wait_for sh -c '! pgrep -x iscsid' || { echo "iscsid left"; crc=1; }
+	fi
+	tcli_down || crc=1
+	mounted_at /etc/iscsi && { umount /etc/iscsi || crc=1; }
+	return $crc
+}
+is_diag() {
+	echo "iscsiadm -m session:"; timeout 20 iscsiadm -m session 2>&1 | sed 's/^/  /'
+	echo "targetcli ls:"; tcli ls 2>&1 | sed 's/^/  /'
+	kc_dmesg_tail
+}
+t_iser() {
+	kc_needs ib_iser ib_isert target_core_mod iscsi_target_mod || return
+	for c in targetcli dbus-daemon iscsid iscsiadm fio; do
+		command -v $c > /dev/null || { echo "no $c"; return 4; }
+	done
+	configfs || return
+	for m in target_core_mod libiscsi; do
+		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
+	done
+	kc_run is
+}
+
+# SRP, target and initiator in this guest on the one device: ib_srpt serves a 64 MiB
+# ramdisk LUN through LIO, configured in configfs (targetcli-fb cannot: rtslib lists
+# srpt's ports with a glob that does not follow /sys/class/infiniband's links), the
+# target port named by the device's port GUID, an ACL for the initiator at eth0's
+# address, listening on RDMA/CM port 5555 (RoCE has no subnet manager for srp_daemon's
+# discovery); ib_srp logs in with add_target, blk_verify checks the disk; then the
+# remote port deleted, the target taken down, kc_run's checks.
+SR_CFS=/sys/kernel/config/target
+SR_PORT=5555
+sr_rport() { for r in /sys/class/srp_remote_ports/port-*; do [ -e "$r" ] && { echo "$r"; return 0; }; done; return 1; }
+sr_disk() {
+	r=$(sr_rport) || return 1
+	h=${r##*port-}; h=${h%%:*}
+	for b in /sys/class/scsi_device/"$h":*/device/block/*; do
+		[ -e "$b" ] && [ -b "/dev/${b##*/}" ] && { echo "/dev/${b##*/}"; return 0; }
+	done
+	return 1
+}
+has_sr_disk() { sr_disk > /dev/null; }
+no_sr_rport() { ! sr_rport > /dev/null; }
+sr_body() {
+	addr=$(eth0_v4)
+	[ -n "$addr" ] || { echo "no IPv4 address on eth0"; return 1; }
+	# ib_srpt names its ports after the devices there are when it loads: after ours.
+	modprobe -a target_core_mod ib_srpt ib_srp || return 1
+	gid=$(cat "/sys/class/infiniband/$DEV/ports/1/gids/0")
+	guid=${gid#fe80:0000:0000:0000:}
+	rd=$SR_CFS/core/rd_mcp_0/rd0 tpg=$SR_CFS/srpt/$guid/$guid
+	mkdir -p "$rd" && echo rd_pages=16384 > "$rd/control" && echo 1 > "$rd/enable" &&
+		mkdir -p "$SR_CFS/srpt" && echo $SR_PORT > "$SR_CFS/srpt/discovery_auth/rdma_cm_port" &&
+		mkdir -p "$tpg/lun/lun_0" && ln -s "$rd" "$tpg/lun/lun_0/rd0" &&
+		mkdir -p "$tpg/acls/$addr/lun_0" && ln -s "$tpg/lun/lun_0" "$tpg/acls/$addr/lun_0/lun_0" &&
+		echo 1 > "$tpg/enable" || { echo "target setup failed"; return 1; }
+	service=$(cat /sys/module/ib_srpt/parameters/srpt_service_guid)
+	echo "target port $guid, service GUID $service, RDMA/CM port $(cat "$SR_CFS/srpt/discovery_auth/rdma_cm_port")"
+	t0=$(date +%s)
+	echo "id_ext=$service,ioc_guid=$service,src=$addr,dest=$addr:$SR_PORT" \
+		> "/sys/class/infiniband_srp/srp-$DEV-1/add_target" || { echo "add_target failed"; return 1; }
+	wait_for has_sr_disk || { echo "no disk after add_target"; return 1; }
+	disk=$(sr_disk)
+	echo "logged in in $(($(date +%s) - t0)) s: $disk ($(cat /sys/class/block/${disk#/dev/}/size) sectors), $(sr_rport)"
+	blk_verify "$disk" sr || return 1
+	echo 1 > "$(sr_rport)/delete" || return 1
+	wait_for no_sr_rport || { echo "remote port left after delete"; return 1; }
+}
+# Initiator first; then the target in the reverse order of its making (each configfs
+# directory holds its module).
+sr_cleanup() {
+	crc=0
+	if r=$(sr_rport); then
+		echo 1 > "$r/delete"
+		wait_for no_sr_rport || { echo "SRP remote port left"; crc=1; }
+	fi
+	for t in "$SR_CFS"/srpt/*/*/; do
+		t=${t%/}
+		[ -e "$t/enable" ] || continue
+		echo 0 > "$t/enable"
+		for a in "$t"/acls/*/; do
+			[ -d "$a" ] || continue
+			rm -f "$a"/lun_0/lun_0; rmdir "$a/lun_0" "$a" || crc=1
+		done
+		rm -f "$t"/lun/lun_0/rd0; rmdir "$t/lun/lun_0" "$t" "${t%/*}" || crc=1
+	done
+	[ -d "$SR_CFS/srpt" ] && { rmdir "$SR_CFS/srpt" || crc=1; }
+	for d in "$SR_CFS"/core/rd_mcp_0/rd0 "$SR_CFS"/core/rd_mcp_0; do
+		[ -d "$d" ] && { rmdir "$d" || crc=1; }
+	done
+	[ $crc = 0 ] || echo "target left: $(find "$SR_CFS" -maxdepth 3 2>/dev/null | tr '\n' ' ')"
+	return $crc
+}
+sr_diag() {
+	echo "SRP remote ports: $(ls /sys/class/srp_remote_ports 2>/dev/null | tr '\n' ' ')"
+	kc_dmesg_tail
+}
+# Linux 7.2.13's ib_srp oopses now and then when the remote port is deleted, over rxe
+# and rxe_rs alike (in one of two runs on rxe_rs, in the one run on rxe):
+# srp_remove_target() removes the SCSI host and then stops the port's timers, which,
+# if the connection's receives were flushed in between (the port is then blocked),
+# terminates the outstanding commands through the host's tag set, freed by then (a
+# page fault in __srcu_read_unlock, from srp_terminate_io). So the check runs only
+# with SRP_TEST=1.
+t_srp() {
+	if [ -z "${SRP_TEST:-}" ]; then
+		echo "ib_srp's port removal oopses now and then (srp_terminate_io after scsi_remove_host); SRP_TEST=1 runs it"
+		return 4
+	fi
+	kc_needs ib_srp ib_srpt target_core_mod || return
+	for c in fio; do
+		command -v $c > /dev/null || { echo "no $c"; return 4; }
+	done
+	configfs || return
+	for m in target_core_mod ib_srpt ib_srp; do
+		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
+	done
+	kc_run sr
 }
 # perftest TOOL: server and client on the device, IPv4 GID, few iterations; both exit 0
 # and the client prints a result line (numbers under the #bytes header).
@@ -1896,6 +2235,9 @@ run rping_validate t_rping
 run ucmatose_rc t_ucmatose
 run udaddy_ud t_udaddy
 run kernel_nvme_over_rdma t_nvme_rdma
+run kernel_nfs_over_rdma t_nfs_rdma
+run kernel_iser t_iser
+run kernel_srp t_srp
 run perftest_ib_send_bw t_ib_send_bw
 run perftest_ib_write_bw t_ib_write_bw
 run perftest_ib_read_bw t_ib_read_bw
