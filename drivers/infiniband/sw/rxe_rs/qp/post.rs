@@ -116,10 +116,15 @@ impl RxeQp {
         match inner.state {
             QpState::Reset | QpState::Init | QpState::Rtr => Err(EINVAL),
             QpState::Err => {
-                let c = qp.shared.flush_error(wr.wr_id());
-                // Posted under the QP's lock, so it follows what the entry into ERR
-                // flushed.
-                qp.shared.send_cq.post(&qp.device().wq, &c, false);
+                // After everything posted before it (`ib_drain_sq()` frees its work
+                // requests once this completes): the entry into ERR flushed a run's
+                // budget of the ring and left the rest to the QP's task, which is
+                // done here first. A kernel consumer's ring holds only what it posted.
+                let (shared, wq) = (&qp.shared, &qp.device().wq);
+                shared.flush_ring(&mut inner.sq, None, &shared.send_cq, wq);
+                shared
+                    .send_cq
+                    .post(wq, &shared.flush_error(wr.wr_id()), false);
                 Ok(())
             }
             QpState::Rts | QpState::Sqd | QpState::Sqe => {

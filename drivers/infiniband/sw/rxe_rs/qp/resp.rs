@@ -326,10 +326,13 @@ impl RespState {
     /// The newest resource whose PSNs hold `p`: an older one may hold the same PSNs of
     /// an earlier turn of the PSN space.
     fn find(&self, p: u32) -> Option<usize> {
-        (0..self.res.len()).rev().map(|a| self.slot_of_age(a)).find(|&i| {
-            let r = &self.res[i];
-            psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0
-        })
+        (0..self.res.len())
+            .rev()
+            .map(|a| self.slot_of_age(a))
+            .find(|&i| {
+                let r = &self.res[i];
+                psn::diff(p, r.first_psn) >= 0 && psn::diff(p, r.last_psn) <= 0
+            })
     }
 
     /// Whether answers (READ responses, atomic acknowledgements) wait to be sent.
