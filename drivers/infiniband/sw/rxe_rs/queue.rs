@@ -73,6 +73,11 @@ impl WqeRing {
         self.map.as_ref().map_or([0; mminfo::LEN], mminfo_of)
     }
 
+    /// How many slots `index` is past the consumer's.
+    pub(crate) fn past_consumer(&self, index: u32) -> u32 {
+        index.wrapping_sub(self.consumer) & self.ring.geometry().mask()
+    }
+
     /// Work requests posted and not yet consumed.
     pub(crate) fn count(&self) -> u32 {
         self.ring.producer().wrapping_sub(self.consumer) & self.ring.geometry().mask()

@@ -404,12 +404,17 @@ fn start<'b>(
         inner.req.next = inner.sq.next_index(index);
         return ControlFlow::Break(Step::Again);
     }
-    // Stop while the window of unacknowledged PSNs is full.
+    // Stop while the window of unacknowledged PSNs is full, or while a run's budget
+    // of WQEs is started and not complete: local operations take no PSN, and without
+    // a bound a process could start a ring's worth of them behind one unanswered SEND,
+    // all of which `fail` then completes at once under the QP's lock.
     if index != inner.sq.consumer() {
         let oldest = inner.req.record(inner.sq.consumer()).first_psn;
         // Unsigned: a READ may span half the PSN space or more, past which a signed
         // distance reads as negative.
-        if psn::ahead(inner.req_psn, oldest) >= WINDOW {
+        if psn::ahead(inner.req_psn, oldest) >= WINDOW
+            || inner.sq.past_consumer(index) >= param::RUN_BUDGET
+        {
             return ControlFlow::Break(Step::Idle);
         }
     }
