@@ -226,6 +226,8 @@ pub(crate) struct PageList {
 
 struct Pages {
     addrs: KVec<u64>,
+    /// Which mapping the list holds: each `ib_map_mr_sg()` starts a new one.
+    generation: u32,
     /// The offset of the mapping's first byte in the first page.
     first: u64,
     length: u64,
@@ -241,6 +243,7 @@ impl PageList {
             pin_init!(Self {
                 inner <- new_spinlock_irq!(Pages {
                     addrs,
+                    generation: 0,
                     first: 0,
                     length: 0,
                     shift: PAGE_SHIFT as u32,
@@ -250,13 +253,16 @@ impl PageList {
         )
     }
 
-    /// How many bytes the last mapping covers.
-    pub(crate) fn length(&self) -> u64 {
-        self.inner.lock().length
+    /// The last mapping: which one it is (see [`PageList::write`]) and how many bytes
+    /// it covers.
+    pub(crate) fn mapping(&self) -> (u32, u64) {
+        let p = self.inner.lock();
+        (p.generation, p.length)
     }
 
     fn start(&self, page_size: u32) {
         let mut p = self.inner.lock();
+        p.generation = p.generation.wrapping_add(1);
         p.addrs.clear();
         p.shift = page_size.trailing_zeros();
     }
@@ -277,15 +283,19 @@ impl PageList {
     }
 
     /// Calls `f` with (kernel address, range of the caller's buffer) for each piece of
-    /// the `len` bytes `off` bytes into the mapping, split at the MR's page boundaries;
-    /// `EFAULT` if a piece is not on a mapped page.
+    /// the `len` bytes `off` bytes into mapping `generation`, split at the MR's page
+    /// boundaries; `EFAULT` if a piece is not on a mapped page or the list holds
+    /// another mapping now.
     fn pieces(
         &self,
-        off: usize,
+        (generation, off): (u32, usize),
         len: usize,
         mut f: impl FnMut(u64, core::ops::Range<usize>) -> Result,
     ) -> Result {
         let p = self.inner.lock();
+        if p.generation != generation {
+            return Err(EFAULT);
+        }
         let size = 1u64 << p.shift;
         let mut done = 0;
         while done < len {
@@ -306,16 +316,18 @@ impl PageList {
         Ok(())
     }
 
-    /// Copies `data` to the mapped memory `off` bytes into the mapping.
-    pub(crate) fn write(&self, off: usize, data: &[u8]) -> Result {
-        self.pieces(off, data.len(), |addr, r| {
+    /// Copies `data` to the mapped memory `off` bytes into mapping `generation` (the
+    /// one a registration took: a consumer may map the MR again before it invalidates
+    /// it, and the pages of the new mapping are not the registration's).
+    pub(crate) fn write(&self, generation: u32, off: usize, data: &[u8]) -> Result {
+        self.pieces((generation, off), data.len(), |addr, r| {
             KernelMemory::new().write(addr, &data[r])
         })
     }
 
-    /// Copies the mapped memory `off` bytes into the mapping into `out`.
-    pub(crate) fn read(&self, off: usize, out: &mut [u8]) -> Result {
-        self.pieces(off, out.len(), |addr, r| {
+    /// Copies the mapped memory `off` bytes into mapping `generation` into `out`.
+    pub(crate) fn read(&self, generation: u32, off: usize, out: &mut [u8]) -> Result {
+        self.pieces((generation, off), out.len(), |addr, r| {
             KernelMemory::new().read(addr, &mut out[r])
         })
     }

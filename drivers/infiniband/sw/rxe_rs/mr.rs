@@ -107,6 +107,8 @@ struct Binding {
     /// The first address the key opens, and how many bytes.
     iova: u64,
     length: u64,
+    /// A registered fast-registration MR: the mapping of its page list it registered.
+    mapping: u32,
     /// A bound window: the MR whose memory it opens.
     mr: Option<Arc<KeyEntry>>,
     /// A bound window of type 2: the QP it was bound through, the only one that may use
@@ -273,6 +275,8 @@ pub(crate) struct Region {
     /// The address the key's users give the first byte at `start`: `start` itself, or 0
     /// through a zero-based window.
     origin: u64,
+    /// A fast-registration MR's: the mapping of its page list it was registered with.
+    mapping: u32,
 }
 
 /// Whether each of `length` bytes from `iova` on has an address: a range may end
@@ -343,7 +347,7 @@ impl Region {
             Memory::Odp(o, _) => return o.write(off, data).map_err(odp_error),
             Memory::User(u) => u.write(off, data),
             Memory::Dma(k) => k.write(iova, data),
-            Memory::Fast(p) => p.write(off, data),
+            Memory::Fast(p) => p.write(self.mapping, off, data),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
         .map_err(|_| AccessError::Range)
@@ -356,7 +360,7 @@ impl Region {
             Memory::Odp(o, _) => return o.read(off, out).map_err(odp_error),
             Memory::User(u) => u.read(off, out),
             Memory::Dma(k) => k.read(iova, out),
-            Memory::Fast(p) => p.read(off, out),
+            Memory::Fast(p) => p.read(self.mapping, off, out),
             Memory::Window { .. } => return Err(AccessError::Key),
         }
         .map_err(|_| AccessError::Range)
@@ -378,7 +382,7 @@ impl KeyEntry {
         pd: PdId,
         need: AccessFlags,
     ) -> Result<Region, AccessError> {
-        let (base, length) = {
+        let (base, length, mapping) = {
             let b = self.state.lock();
             if self.key.load(Relaxed) != key
                 || self.pd != pd
@@ -388,7 +392,7 @@ impl KeyEntry {
             {
                 return Err(AccessError::Key);
             }
-            (b.iova, b.length)
+            (b.iova, b.length, b.mapping)
         };
         Ok(Region {
             mr: self,
@@ -396,6 +400,7 @@ impl KeyEntry {
             start: base,
             length,
             origin: base,
+            mapping,
         })
     }
 }
@@ -453,13 +458,17 @@ pub(crate) fn remote(
         (mr, b.iova, b.length, origin)
     };
     // A bound MR cannot be invalidated or deregistered: its range is as it was bound.
-    let base = mr.state.lock().iova;
+    let (base, mapping) = {
+        let b = mr.state.lock();
+        (b.iova, b.mapping)
+    };
     Ok(Region {
         mr,
         base,
         start,
         length,
         origin,
+        mapping,
     })
 }
 
@@ -503,7 +512,7 @@ pub(crate) fn register(dev: &Device<RxeRs>, r: &Reg, pd: PdId) -> Result<(), OpE
     if e.pd != pd {
         return Err(OpError);
     }
-    let length = pages.length();
+    let (mapping, length) = pages.mapping();
     if !addressable(iova, length) {
         return Err(OpError);
     }
@@ -516,6 +525,7 @@ pub(crate) fn register(dev: &Device<RxeRs>, r: &Reg, pd: PdId) -> Result<(), OpE
     b.access = access;
     b.iova = iova;
     b.length = length;
+    b.mapping = mapping;
     Ok(())
 }
 
@@ -640,8 +650,7 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
         length: b.length,
         mr,
         qpn: if type2 { qpn } else { 0 },
-        windows: 0,
-        dying: false,
+        ..Default::default()
     };
     drop(st);
     // Within the section the MR's deregistration waits for: not the last reference.
