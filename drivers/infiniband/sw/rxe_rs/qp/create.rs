@@ -126,6 +126,7 @@ impl QpInner {
             rnr_wait: false,
             progress: false,
             kick: false,
+            flush_end: (0, 0),
             respond: false,
             dead: false,
             pending: KVec::new(),

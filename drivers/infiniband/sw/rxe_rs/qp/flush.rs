@@ -38,10 +38,14 @@ impl RxeQp {
     /// Flushes both queues of a QP in the error state, and the receive WQE a message
     /// was being placed into, which comes before those still in the ring. A run's
     /// budget of each ring at a time (a process may claim a full ring by writing its
-    /// producer index, and this runs in softirq too): the QP's task flushes the rest
-    /// (see [`Self::flush_rest`]).
+    /// producer index, and this runs in softirq too): the QP's task flushes the rest,
+    /// up to where the rings' producers are now (see [`Self::flush_rest`]).
     pub(super) fn flush(shared: &Arc<Task<QpShared>>, inner: &mut QpInner, wq: &Workqueue) {
-        let mut left = shared.flush_some(&mut inner.sq, param::RUN_BUDGET, &shared.send_cq, wq);
+        inner.flush_end = (
+            inner.sq.producer(),
+            inner.rq.as_ref().map_or(0, |rq| rq.producer()),
+        );
+        let mut left = shared.flush_some(&mut inner.sq, inner.flush_end.0, &shared.send_cq, wq);
         // Nothing more is answered either.
         inner.resp.stop();
         inner.req.cur = None;
@@ -53,21 +57,38 @@ impl RxeQp {
                 .post(wq, &shared.flush_error(wqe.wr_id), false);
         }
         if let Some(rq) = &mut inner.rq {
-            left |= shared.flush_some(rq, param::RUN_BUDGET, &shared.recv_cq, wq);
+            left |= shared.flush_some(rq, inner.flush_end.1, &shared.recv_cq, wq);
         }
         if left {
             wq.run(shared);
         }
     }
 
-    /// From the QP's task, in the error state: what [`Self::flush`] left, and receives
-    /// a process posted since (see `resp::request`), a run's budget of each ring at a
-    /// time; the task runs again while some are left.
+    /// A packet for a QP in the error state: the receives a process posted since the
+    /// device last heard of the QP (librxe posts them without a system call) are to be
+    /// flushed, by the task (as rxe's receiver does on a packet).
+    pub(crate) fn flush_posted_receives(
+        dev: &Device<RxeRs>,
+        shared: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+    ) {
+        if let Some(rq) = &inner.rq {
+            if rq.count() > 0 {
+                inner.flush_end.1 = rq.producer();
+                dev.wq.run(shared);
+            }
+        }
+    }
+
+    /// From the QP's task, in the error state: what [`Self::flush`] and
+    /// [`Self::flush_posted_receives`] left, a run's budget of each ring at a time; the
+    /// task runs again while some are left.
     pub(super) fn flush_rest(task: &Arc<Task<QpShared>>, inner: &mut QpInner) {
         let wq = &task.dev.wq;
-        let mut left = task.flush_some(&mut inner.sq, param::RUN_BUDGET, &task.send_cq, wq);
+        let (sq_end, rq_end) = inner.flush_end;
+        let mut left = task.flush_some(&mut inner.sq, sq_end, &task.send_cq, wq);
         if let Some(rq) = &mut inner.rq {
-            left |= task.flush_some(rq, param::RUN_BUDGET, &task.recv_cq, wq);
+            left |= task.flush_some(rq, rq_end, &task.recv_cq, wq);
         }
         if left {
             wq.run(task);
@@ -92,22 +113,23 @@ impl QpShared {
         self.error_completion(wr_id, WcStatus::WrFlushErr)
     }
 
-    /// Completes at most `budget` of the work requests of `ring` as [`Self::flush_ring`];
-    /// whether some are left.
+    /// Completes the work requests of `ring` before slot `end` as [`Self::flush_ring`], a
+    /// run's budget of them at most; whether some are left.
     pub(super) fn flush_some(
         &self,
         ring: &mut WqeRing,
-        budget: u32,
+        end: u32,
         cq: &CqHandle,
         wq: &Workqueue,
     ) -> bool {
-        if ring.count() <= budget {
-            self.flush_ring(ring, None, cq, wq);
-            return false;
-        }
-        let end = ring.index_after(ring.consumer(), budget);
-        self.flush_ring(ring, Some(end), cq, wq);
-        true
+        let stop = if ring.past_consumer(end) <= param::RUN_BUDGET {
+            end
+        } else {
+            ring.index_after(ring.consumer(), param::RUN_BUDGET)
+        };
+        self.flush_ring(ring, Some(stop), cq, wq);
+        // The producer may have gone back before `end`: nothing is left then.
+        ring.consumer() != end && ring.count() > 0
     }
 
     /// Completes the work requests of `ring` before slot `end` (all of them for `None`)

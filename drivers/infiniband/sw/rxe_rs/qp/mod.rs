@@ -139,6 +139,11 @@ pub(crate) struct QpInner {
     respond: bool,
     /// Set by destroy: nothing is processed any more.
     dead: bool,
+    /// In the error state: the slots of the send and receive rings up to which the
+    /// task is to flush (the producer indices when the device last heard of the QP: a
+    /// process that keeps writing them gets no more flushed without a doorbell or a
+    /// packet).
+    flush_end: (u32, u32),
     /// Events to deliver from the workqueue.
     pending: KVec<QpEvent>,
     /// Pages of on-demand MRs for the task to fault in, one request per [`OdpWait`]

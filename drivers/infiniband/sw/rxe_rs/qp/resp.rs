@@ -679,11 +679,8 @@ pub(crate) fn request(
     pkt: &Packet<'_>,
     ip: &[u8],
 ) -> Request {
-    if inner.state == QpState::Err && inner.rq.as_ref().is_some_and(|rq| rq.count() > 0) {
-        // librxe posts receives without a system call: a request for a QP in the error
-        // state may be the first the device hears of those posted since. The work item
-        // completes them with flush errors (as rxe's receiver does on a packet).
-        dev.wq.run(shared);
+    if inner.state == QpState::Err {
+        RxeQp::flush_posted_receives(dev, shared, inner);
     }
     if !matches!(
         inner.state,
