@@ -1044,6 +1044,20 @@ kc_needs() {
 		modinfo -n "$m" > /dev/null 2>&1 || { echo "no module $m"; return 4; }
 	done
 }
+# kc_tools COMMAND...: skip (4) unless every command is there.
+kc_tools() {
+	for c in "$@"; do
+		command -v "$c" > /dev/null || { echo "no $c"; return 4; }
+	done
+}
+# kc_not_loaded MODULE...: skip (4) if one is loaded already (its unload afterwards
+# would not be the test's).
+kc_not_loaded() {
+	for m in "$@"; do
+		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
+	done
+	return 0
+}
 configfs() {
 	grep -qs ' /sys/kernel/config configfs ' /proc/mounts ||
 		mount -t configfs configfs /sys/kernel/config || { echo "cannot mount configfs"; return 4; }
@@ -1152,11 +1166,9 @@ nv_body() {
 }
 t_nvme_rdma() {
 	kc_needs null_blk nvmet nvmet_rdma nvme_rdma || return
-	command -v nvme > /dev/null || { echo "no nvme-cli"; return 4; }
+	kc_tools nvme || return
 	configfs || return
-	for m in null_blk nvmet; do
-		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
-	done
+	kc_not_loaded null_blk nvmet || return
 	kc_run nv
 }
 # NFS over RDMA, server and client in this guest on the one device: nfsd (NFSv4 only,
@@ -1235,12 +1247,8 @@ nfs_diag() {
 }
 t_nfs_rdma() {
 	kc_needs nfsd nfsv4 rpcrdma || return
-	for c in rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs4 fio; do
-		command -v $c > /dev/null || { echo "no $c"; return 4; }
-	done
-	for m in nfsd nfs sunrpc; do
-		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
-	done
+	kc_tools rpc.nfsd rpc.mountd exportfs rpcbind mount.nfs4 fio || return
+	kc_not_loaded nfsd nfs sunrpc || return
 	kc_run nfs
 }
 # LIO targets made with targetcli-fb (kernel_iser). targetcli saves to
@@ -1372,13 +1380,9 @@ is_diag() {
 }
 t_iser() {
 	kc_needs ib_iser ib_isert target_core_mod iscsi_target_mod || return
-	for c in targetcli dbus-daemon iscsid iscsiadm fio; do
-		command -v $c > /dev/null || { echo "no $c"; return 4; }
-	done
+	kc_tools targetcli dbus-daemon iscsid iscsiadm fio || return
 	configfs || return
-	for m in target_core_mod libiscsi; do
-		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
-	done
+	kc_not_loaded target_core_mod libiscsi || return
 	kc_run is
 }
 
@@ -1469,13 +1473,9 @@ t_srp() {
 		return 4
 	fi
 	kc_needs ib_srp ib_srpt target_core_mod || return
-	for c in fio; do
-		command -v $c > /dev/null || { echo "no $c"; return 4; }
-	done
+	kc_tools fio || return
 	configfs || return
-	for m in target_core_mod ib_srpt ib_srp; do
-		[ -e "/sys/module/$m" ] && { echo "$m already loaded"; return 4; }
-	done
+	kc_not_loaded target_core_mod ib_srpt ib_srp || return
 	kc_run sr
 }
 # perftest TOOL: server and client on the device, IPv4 GID, few iterations; both exit 0

@@ -34,6 +34,7 @@ use crate::ib::{
     sync::SpinLockIrq,
     ucontext::UserCall,
     verbs::{Access, AccessFlags, WcStatus},
+    wr::RegWr,
 };
 use crate::param;
 use crate::sw::odp::{OdpError, OdpUmem};
@@ -477,24 +478,15 @@ pub(crate) fn remote(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct OpError;
 
-/// What a REG_MR asks (see [`register`]).
-pub(crate) struct Reg {
-    pub(crate) mr_key: u32,
-    pub(crate) key: u32,
-    /// The access rights, as the work request has them (`IB_ACCESS_*`).
-    pub(crate) access: u32,
-    pub(crate) iova: u64,
-}
-
-/// REG_MR: the fast-registration MR `r.mr_key` names (by its index: consumers update
+/// REG_MR: the fast-registration MR `r.lkey` names (by its index: consumers update
 /// the key byte in their `struct ib_mr` before they post) registers the pages its
 /// consumer mapped, addressed from `r.iova` (the MR's address when the request was
 /// posted, not necessarily the one `ib_map_mr_sg()` gave it), with the key `r.key` (of
-/// the same index) and the access rights `r.access`, for a QP of PD `pd`. The MR must
-/// be free (not registered) and of that PD.
-pub(crate) fn register(dev: &Device<RxeRs>, r: &Reg, pd: PdId) -> Result<(), OpError> {
-    let Reg {
-        mr_key,
+/// the same index) and the access rights `r.access` (as the work request has them),
+/// for a QP of PD `pd`. The MR must be free (not registered) and of that PD.
+pub(crate) fn register(dev: &Device<RxeRs>, r: &RegWr, pd: PdId) -> Result<(), OpError> {
+    let RegWr {
+        lkey: mr_key,
         key,
         access: raw_access,
         iova,

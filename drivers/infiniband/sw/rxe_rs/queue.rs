@@ -80,7 +80,7 @@ impl WqeRing {
 
     /// Work requests posted and not yet consumed.
     pub(crate) fn count(&self) -> u32 {
-        self.ring.producer().wrapping_sub(self.consumer) & self.ring.geometry().mask()
+        self.past_consumer(self.ring.producer())
     }
 
     /// Moves the `count` posted work requests of `old` to the start of this empty ring.

@@ -9,8 +9,9 @@
 //! QP's limits before use. Nothing is ever written back into a WQE.
 
 use crate::ib::verbs::{SendFlag, SendFlags, WcStatus, WrOpcode};
+use crate::ib::wr::RegWr;
 pub(crate) use crate::ib::wr::Sge;
-use crate::mr::{Bind, Reg};
+use crate::mr::Bind;
 use crate::param;
 use crate::sw::rxe_abi::{recv, send as at, sge, RECV_WQE_HDR, SEND_WQE_HDR, SGE_LEN};
 
@@ -223,10 +224,10 @@ impl<'a> SendWqe<'a> {
     }
 
     /// What a REG_MR asks.
-    pub(crate) fn reg(&self) -> Reg {
+    pub(crate) fn reg(&self) -> RegWr {
         let b = self.bytes;
-        Reg {
-            mr_key: u32_at(b, at::REG_LKEY),
+        RegWr {
+            lkey: u32_at(b, at::REG_LKEY),
             key: u32_at(b, at::REG_KEY),
             access: u32_at(b, at::REG_ACCESS),
             iova: u64_at(b, at::REG_IOVA),

@@ -275,10 +275,10 @@ impl RespState {
     }
 
     /// Resource `i` is to be answered from PSN `p`: after the answers of the resources
-    /// before it (in the order their requests came), which are sent first. A request that came again for a
-    /// resource before the one being answered goes back: what was queued after it is
-    /// dropped (the requester asks again for that too, as it sends everything after a
-    /// loss again). One that asks for what is on its way already is ignored, so however
+    /// before it (in the order their requests came), which are sent first. A request
+    /// that came again for a resource before the one being answered goes back: what was
+    /// queued after it is dropped (the requester asks again for that too, as it sends
+    /// everything after a loss again). One that asks for what is on its way already is ignored, so however
     /// often a request comes again, the QP sends one stream of answers at a time.
     fn answer(&mut self, i: usize, p: u32) {
         let Some(r) = self.res.get(i) else {
@@ -288,9 +288,9 @@ impl RespState {
             // On its way from `p` or before.
             return;
         }
+        let age = self.age(i);
         match self.cur {
-            Some(c) if self.age(i) <= self.age(c) => {
-                let age = self.age(i);
+            Some(c) if age <= self.age(c) => {
                 for a in age + 1..self.res.len() {
                     let j = self.slot_of_age(a);
                     self.res[j].todo = None;
