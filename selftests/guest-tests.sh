@@ -219,6 +219,7 @@ t_mcast_busy() { vo mcast_busy; }
 # Conformance where the verbs decide (issue 16, item 7; verbs_objects.c says what each
 # check asserts).
 t_inline_not_for_read() { vo inline_not_for_read; }
+t_acked_before_destroy() { vo acked_before_destroy; }
 t_ud_too_long() { vo ud_too_long_dropped; }
 t_ud_too_long_srq() { vo ud_too_long_srq; }
 t_recv_in_err() { vo recv_in_err_flushed; }
@@ -2181,6 +2182,7 @@ run mr_reg_dereg_keys_pd_busy t_mr
 run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
 run inline_read_atomic_refused t_inline_not_for_read
+run acked_before_destroy t_acked_before_destroy
 run ud_longer_than_receive_dropped t_ud_too_long
 run ud_longer_than_srq_receive_rem_inv_req t_ud_too_long_srq
 run recv_posted_in_err_flushed t_recv_in_err

@@ -1606,6 +1606,94 @@ static int check_inline_not_for_read(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/* Connects RC QP `qp`, in INIT, to `peer` on the same device, and moves it to RTS. */
+static int rc_connect(struct qp_env *e, struct ibv_qp *qp, struct ibv_qp *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+				 .dest_qp_num = peer->qp_num, .rq_psn = 0x2000,
+				 .max_dest_rd_atomic = 3, .min_rnr_timer = 12,
+				 .ah_attr = { .is_global = 1, .port_num = 1,
+					      .grh = { .dgid = e->gid, .sgid_index = e->gid_index,
+						       .hop_limit = 64 } } };
+
+	if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+		return -1;
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x2000, .timeout = 14,
+				  .retry_cnt = 2, .rnr_retry = 7, .max_rd_atomic = 3 };
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+}
+
+/*
+ * A receiver that destroys its QP (or moves it to ERR) as soon as it has polled a
+ * message's receive completion has received that message: the sender's SEND completes
+ * successfully, not with RETRY_EXC_ERR after retries the receiver no longer answers.
+ * rc_pingpong's last iteration is this. The receiver polls without a pause, to meet the
+ * acknowledgement while it may still be on its way; ACK_ROUNDS rounds (200 unless told)
+ * of each kind.
+ */
+static int check_acked_before_destroy(struct ibv_context *ctx)
+{
+	static char sbuf[4096], rbuf[4096];
+	int rounds = 2 * env_count("ACK_ROUNDS", 200);
+	struct qp_env e;
+	struct ibv_mr *smr, *rmr;
+	int failed = 0;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	smr = ibv_reg_mr(e.pd, sbuf, sizeof(sbuf), 0);
+	rmr = ibv_reg_mr(e.pd, rbuf, sizeof(rbuf), IBV_ACCESS_LOCAL_WRITE);
+	if (!smr || !rmr)
+		FAIL("ibv_reg_mr: %s", strerror(errno));
+	for (int i = 0; i < rounds; i++) {
+		int to_err = i & 1;
+		struct ibv_qp *tx = make_qp(&e, IBV_QPT_RC, 4, 1), *rx = make_qp(&e, IBV_QPT_RC, 4, 1);
+		struct ibv_sge ssge = { .addr = (uintptr_t)sbuf, .length = sizeof(sbuf),
+					.lkey = smr->lkey };
+		struct ibv_sge rsge = { .addr = (uintptr_t)rbuf, .length = sizeof(rbuf),
+					.lkey = rmr->lkey };
+		struct ibv_send_wr swr = { .wr_id = 1, .sg_list = &ssge, .num_sge = 1,
+					   .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+				   *sbad;
+		struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+		struct ibv_wc wc;
+		int n = 0;
+
+		if (!tx || !rx || to_state(&e, tx, IBV_QPS_INIT) || to_state(&e, rx, IBV_QPS_INIT) ||
+		    rc_connect(&e, tx, rx) || rc_connect(&e, rx, tx))
+			FAIL("round %d: RC pair: %s", i, strerror(errno));
+		if (ibv_post_recv(rx, &rwr, &rbad) || ibv_post_send(tx, &swr, &sbad))
+			FAIL("round %d: post: %s", i, strerror(errno));
+		for (double end = now() + 5; !n && now() < end;)
+			n = ibv_poll_cq(e.rcq, 1, &wc);
+		if (n != 1 || wc.status != IBV_WC_SUCCESS)
+			FAIL("round %d: receive: %d completions, status %s", i, n,
+			     n == 1 ? ibv_wc_status_str(wc.status) : "-");
+		if (to_err ? to_state(&e, rx, IBV_QPS_ERR) : ibv_destroy_qp(rx))
+			FAIL("round %d: %s the receiver: %s", i, to_err ? "ERR" : "destroy",
+			     strerror(errno));
+		if (one_completion(e.scq, &wc, "SEND"))
+			return 1;
+		if (wc.status != IBV_WC_SUCCESS) {
+			fprintf(stderr, "round %d (receiver %s): SEND completed with %s\n", i,
+				to_err ? "moved to ERR" : "destroyed", ibv_wc_status_str(wc.status));
+			failed++;
+		}
+		if (ibv_destroy_qp(tx) || (to_err && ibv_destroy_qp(rx)))
+			FAIL("round %d: ibv_destroy_qp: %s", i, strerror(errno));
+		/* The receiver's flushed receive completions, if any. */
+		while (ibv_poll_cq(e.rcq, 1, &wc) > 0)
+			;
+	}
+	if (failed)
+		FAIL("%d of %d SENDs received and not acknowledged", failed, rounds);
+	if (ibv_dereg_mr(smr) || ibv_dereg_mr(rmr))
+		FAIL("ibv_dereg_mr: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /*
  * Two UD QPs in RTS on one env, the receiver's buffer registered for local writes and
  * the sender's for sending, and an AH to the receiver's address.
@@ -2639,6 +2727,7 @@ static const struct check checks[] = {
 	{ "limits_creatable", check_limits_creatable },
 	{ "send_before_rts_refused", check_send_before_rts_refused },
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
+	{ "acked_before_destroy", check_acked_before_destroy },
 	{ NULL }
 };
 

@@ -164,6 +164,15 @@ impl QpInner {
     pub(crate) fn mtu_bytes(&self) -> u32 {
         self.attrs.path_mtu.map_or(256, |m| m.bytes())
     }
+
+    /// Whether the responder answers requests (RTR and the states after it, before
+    /// an error).
+    pub(crate) fn responds(&self) -> bool {
+        matches!(
+            self.state,
+            QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
+        )
+    }
 }
 
 /// What a QP's verbs and its deferred work share.
@@ -346,13 +355,17 @@ impl RxeQp {
 
     /// Stops the QP for good: after this nothing of it runs or completes.
     pub(crate) fn destroy(qp: &Qp<RxeRs>) {
-        {
+        let dev = qp.device();
+        let ack = {
             let mut inner = qp.shared.inner.lock();
+            let ack = Self::take_owed_ack(&dev.ndev, &qp.shared, &mut inner);
             inner.dead = true;
             inner.pending.clear();
-        }
+            ack
+        };
+        Self::send_final_ack(dev, &qp.shared, ack);
         // No new packet can find it, and no fault that ends from now on.
-        qp.device().qp_table.remove(qp.qp_num());
+        dev.qp_table.remove(qp.qp_num());
         let link = qp.shared.link.qp.lock().take();
         drop(link);
         // A slot handed over in the QP's turn goes on to the next in line (none comes

@@ -48,11 +48,20 @@ impl RxeQp {
         // Room for the events this change may raise, before anything changes.
         inner.pending.reserve(2, GFP_ATOMIC)?;
         inner.apply(a);
+        // The acknowledgement owed for messages already completed goes out before the
+        // QP stops answering.
+        let ack = match new {
+            QpState::Err | QpState::Reset => {
+                Self::take_owed_ack(&qp.device().ndev, &qp.shared, &mut inner)
+            }
+            _ => None,
+        };
         let wake = match a.state {
             Some(state) => Self::enter(qp, &mut inner, cur, state)?,
             None => false,
         };
         drop(inner);
+        Self::send_final_ack(qp.device(), &qp.shared, ack);
         if wake {
             qp.device().wq.run(&qp.shared);
         }

@@ -410,11 +410,7 @@ impl RxeQp {
         loop {
             let out = {
                 let mut inner = shared.inner.lock();
-                let live = !inner.dead
-                    && matches!(
-                        inner.state,
-                        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-                    );
+                let live = !inner.dead && inner.responds();
                 let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
                 let backlog = local && dev.lo.backlog() >= LOOP_BACKLOG;
                 if live && inner.resp.has_responses() && (budget == 0 || backlog) {
@@ -474,17 +470,34 @@ impl RxeQp {
         let out = {
             let mut inner = qp.inner.lock();
             inner.resp.ack_listed = false;
-            let live = matches!(
-                inner.state,
-                QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-            );
-            if inner.dead || !live || inner.resp.has_responses() {
-                None
-            } else {
-                owed(&dev.ndev, qp, &mut inner)
-            }
+            Self::take_owed_ack(&dev.ndev, qp, &mut inner)
         };
         if let Some(o) = out {
+            crate::xmit::send(dev, &dev.ndev, &qp.routes, o);
+        }
+    }
+
+    /// The acknowledgement the QP owes, built, if it is live, answers requests and no
+    /// READ responses are to go first.
+    pub(super) fn take_owed_ack(
+        ndev: &NetDevice,
+        qp: &Arc<Task<QpShared>>,
+        inner: &mut QpInner,
+    ) -> Reply {
+        if inner.dead || !inner.responds() || inner.resp.has_responses() {
+            return None;
+        }
+        owed(ndev, qp, inner)
+    }
+
+    /// Sends `ack`, the acknowledgement a QP owed as it stopped answering (its destroy,
+    /// a move to ERR or RESET). The messages it acknowledges were completed to the
+    /// consumer, who may destroy the QP as soon as it has seen them: without it, the
+    /// peer would send them again to a QP that no longer answers, and fail them.
+    pub(super) fn send_final_ack(dev: &Device<RxeRs>, qp: &Arc<Task<QpShared>>, ack: Reply) {
+        if let Some(o) = ack {
+            // As on the data path (see `destroy`).
+            let _rcu = kernel::sync::rcu::read_lock();
             crate::xmit::send(dev, &dev.ndev, &qp.routes, o);
         }
     }
@@ -682,10 +695,7 @@ pub(crate) fn request(
     if inner.state == QpState::Err {
         RxeQp::flush_posted_receives(dev, shared, inner);
     }
-    if !matches!(
-        inner.state,
-        QpState::Rtr | QpState::Rts | QpState::Sqd | QpState::Sqe
-    ) {
+    if !inner.responds() {
         return Request::Dropped(None);
     }
     let rtr = inner.state == QpState::Rtr;
