@@ -742,6 +742,12 @@ impl<T: Driver> Device<T> {
         Ok((speed, width))
     }
 
+    /// Whether `gid` is a RoCE v2 GID of `port` whose netdev is `ndev`. Any context.
+    pub(crate) fn has_gid(&self, port: u32, gid: &[u8; 16], ndev: &NetDevice) -> bool {
+        // SAFETY: The device and `ndev` are valid; `gid` holds the 16 bytes read.
+        unsafe { bindings::rxe_rs_gid_of_netdev(self.as_raw(), port, gid.as_ptr(), ndev.as_raw()) }
+    }
+
     /// Allocates a device with ib_core, initialises its data, binds `ndev` to port 1 and
     /// registers the device under `info.name`.
     ///
@@ -760,8 +766,9 @@ impl<T: Driver> Device<T> {
             )
         };
         // SAFETY: Allocates a zeroed block of the given size (aligned as checked above), at
-        // least as large as an `ib_device`, with the `ib_device` at its start.
-        let raw = unsafe { bindings::rxe_rs_alloc_device(size_of::<Self>()) };
+        // least as large as an `ib_device`, with the `ib_device` at its start, in the
+        // namespace of `ndev`, which is valid.
+        let raw = unsafe { bindings::rxe_rs_alloc_device(size_of::<Self>(), ndev.as_raw()) };
         if raw.is_null() {
             return Err(ENOMEM);
         }

@@ -7,6 +7,7 @@
 #include <linux/cpumask.h>
 #include <linux/etherdevice.h>
 #include <linux/highmem.h>
+#include <linux/if_vlan.h>
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/notifier.h>
@@ -15,6 +16,7 @@
 #include <linux/vmalloc.h>
 #include <linux/workqueue.h>
 #include <net/addrconf.h>
+#include <rdma/ib_cache.h>
 #include <rdma/ib_umem.h>
 #include <rdma/ib_verbs.h>
 #include <rdma/uverbs_ioctl.h>
@@ -44,6 +46,26 @@ unsigned int rxe_rs_netdev_flags(struct net_device *ndev)
 unsigned int rxe_rs_netdev_mtu(struct net_device *ndev)
 {
 	return READ_ONCE(ndev->mtu);
+}
+
+int rxe_rs_netdev_ifindex(struct net_device *ndev)
+{
+	return READ_ONCE(ndev->ifindex);
+}
+
+/*
+ * The device a VLAN device sits on, at the bottom of stacked ones (each holds the one
+ * below), or NULL for another kind.
+ */
+struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_real_dev(ndev) : NULL;
+}
+
+/* The VLAN ID of an 802.1Q VLAN device, or -1 for another kind. */
+int rxe_rs_vlan_id(struct net_device *ndev)
+{
+	return is_vlan_dev(ndev) ? vlan_dev_vlan_id(ndev) : -1;
 }
 
 void rxe_rs_netdev_put(struct net_device *ndev)
@@ -87,9 +109,14 @@ struct module *rxe_rs_device_owner(struct ib_device *dev)
 }
 
 /* A device of the given size in the initial netns, its name chosen by the user. */
-struct ib_device *rxe_rs_alloc_device(size_t size)
+/*
+ * A device of ndev's network namespace: with ib_core's namespaces exclusive (rdma system
+ * set netns exclusive) it is seen and used there only; in the shared mode (the default)
+ * ib_core puts every device in the initial namespace, which all see.
+ */
+struct ib_device *rxe_rs_alloc_device(size_t size, struct net_device *ndev)
 {
-	struct ib_device *dev = _ib_alloc_device(size, &init_net);
+	struct ib_device *dev = _ib_alloc_device(size, dev_net(ndev));
 
 	if (dev)
 		ib_mark_name_assigned_by_user(dev);
@@ -169,6 +196,48 @@ struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name)
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr)
 {
 	return rdma_gid_attr_network_type(attr);
+}
+
+/* Whether gid is a RoCE v2 GID of port whose netdev is ndev. Any context. */
+bool rxe_rs_gid_of_netdev(struct ib_device *dev, u32 port, const u8 *gid,
+			  struct net_device *ndev)
+{
+	const struct ib_gid_attr *attr;
+
+	attr = rdma_find_gid_by_port(dev, (const union ib_gid *)gid,
+				     IB_GID_TYPE_ROCE_UDP_ENCAP, port, ndev);
+	if (IS_ERR(attr))
+		return false;
+	rdma_put_gid_attr(attr);
+	return true;
+}
+
+/*
+ * The ifindex of the netdev a GID entry belongs to, 0 if it has none (any more), -1 if it
+ * is a VLAN device in another namespace than its real netdev (whose namespace packets
+ * are routed in); in *vlan_id that netdev's VLAN ID if it is an 802.1Q VLAN device,
+ * else -1.
+ */
+int rxe_rs_gid_attr_ndev(const struct ib_gid_attr *attr, int *vlan_id)
+{
+	struct net_device *ndev;
+	int ifindex = 0;
+
+	*vlan_id = -1;
+	rcu_read_lock();
+	ndev = rdma_read_gid_attr_ndev_rcu(attr);
+	if (IS_ERR(ndev)) {
+		/* No netdev. */
+	} else if (is_vlan_dev(ndev) &&
+		   !net_eq(dev_net(ndev), dev_net(vlan_dev_real_dev(ndev)))) {
+		/* Its index is not one of the real netdev's namespace: none to send by. */
+		ifindex = -1;
+	} else {
+		ifindex = ndev->ifindex;
+		*vlan_id = rxe_rs_vlan_id(ndev);
+	}
+	rcu_read_unlock();
+	return ifindex;
 }
 
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,

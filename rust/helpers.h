@@ -28,12 +28,15 @@ int rxe_rs_respond_empty_udata(struct ib_udata *udata);
 int rxe_rs_curr_port_state(struct net_device *ndev);
 unsigned int rxe_rs_netdev_flags(struct net_device *ndev);
 unsigned int rxe_rs_netdev_mtu(struct net_device *ndev);
+int rxe_rs_netdev_ifindex(struct net_device *ndev);
+struct net_device *rxe_rs_vlan_real_dev(struct net_device *ndev);
+int rxe_rs_vlan_id(struct net_device *ndev);
 void rxe_rs_netdev_put(struct net_device *ndev);
 struct net_device *rxe_rs_notifier_info_to_dev(void *ptr);
 int rxe_rs_netdev_eui48(struct net_device *ndev, u8 *eui64);
 unsigned int rxe_rs_num_possible_cpus(void);
 struct module *rxe_rs_device_owner(struct ib_device *dev);
-struct ib_device *rxe_rs_alloc_device(size_t size);
+struct ib_device *rxe_rs_alloc_device(size_t size, struct net_device *ndev);
 void *rxe_rs_vmalloc_user(size_t size);
 void rxe_rs_shared_copy(void *dst, const void *src, size_t len);
 struct ib_ucontext *rxe_rs_bundle_context(struct uverbs_attr_bundle *attrs);
@@ -44,6 +47,9 @@ struct workqueue_struct *rxe_rs_alloc_unbound_workqueue(const char *name);
 bool rxe_rs_queue_work_on(struct workqueue_struct *wq, unsigned int cpu,
 			  struct work_struct *work);
 unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr);
+int rxe_rs_gid_attr_ndev(const struct ib_gid_attr *attr, int *vlan_id);
+bool rxe_rs_gid_of_netdev(struct ib_device *dev, u32 port, const u8 *gid,
+			  struct net_device *ndev);
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
 				int access);
 

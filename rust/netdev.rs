@@ -54,6 +54,30 @@ impl NetDevice {
         unsafe { bindings::rxe_rs_netdev_mtu(self.as_raw()) }
     }
 
+    /// The device's index in its namespace.
+    pub(crate) fn ifindex(&self) -> i32 {
+        // SAFETY: By the type invariant the device is valid.
+        unsafe { bindings::rxe_rs_netdev_ifindex(self.as_raw()) }
+    }
+
+    /// The device a VLAN device sits on (the one at the bottom of stacked VLAN devices);
+    /// `None` if this is not a VLAN device.
+    pub(crate) fn vlan_real_dev(&self) -> Option<&NetDevice> {
+        // SAFETY: By the type invariant the device is valid.
+        let real = unsafe { bindings::rxe_rs_vlan_real_dev(self.as_raw()) };
+        // SAFETY: A VLAN device holds a reference on the device it sits on until it is
+        // freed itself (`vlan_dev_free`), so that one lives at least as long as the
+        // borrow of this one.
+        (!real.is_null()).then(|| unsafe { NetDevice::from_raw(real) })
+    }
+
+    /// The VLAN ID of an 802.1Q VLAN device; `None` if this is not a VLAN device.
+    pub(crate) fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: By the type invariant the device is valid.
+        let id = unsafe { bindings::rxe_rs_vlan_id(self.as_raw()) };
+        u16::try_from(id).ok()
+    }
+
     /// Whether the device is administratively up (`IFF_UP`).
     pub(crate) fn is_up(&self) -> bool {
         // SAFETY: By the type invariant the device is valid.

@@ -231,6 +231,13 @@ pub(crate) struct AddressVector {
     pub(crate) dmac: [u8; 6],
     /// `None` when the source GID is not a RoCE v2 one.
     pub(crate) network: Option<NetworkType>,
+    /// The ifindex of the netdev the source GID belongs to (the device's own, or an
+    /// upper device of it such as a VLAN), as it was when the vector was set; 0 for
+    /// none; -1 for a VLAN device in another namespace than its real netdev, which no
+    /// packet may leave by.
+    pub(crate) sgid_ifindex: i32,
+    /// The VLAN ID of that netdev, if it is a VLAN device.
+    pub(crate) sgid_vlan: Option<u16>,
     /// Whether the attribute carried a GRH at all (RoCE requires one).
     pub(crate) has_grh: bool,
 }
@@ -244,15 +251,19 @@ impl AddressVector {
     pub(super) unsafe fn from_raw(a: &bindings::rdma_ah_attr) -> Self {
         let has_grh = u32::from(a.ah_flags) & bindings::ib_ah_flags_IB_AH_GRH != 0;
         let g = &a.grh;
-        let network = if g.sgid_attr.is_null() {
-            None
+        let (network, sgid_ifindex, sgid_vlan) = if g.sgid_attr.is_null() {
+            (None, 0, None)
         } else {
             // SAFETY: Valid per the caller.
-            match unsafe { bindings::rxe_rs_gid_attr_network_type(g.sgid_attr) } {
+            let network = match unsafe { bindings::rxe_rs_gid_attr_network_type(g.sgid_attr) } {
                 bindings::rdma_network_type_RDMA_NETWORK_IPV4 => Some(NetworkType::Ipv4),
                 bindings::rdma_network_type_RDMA_NETWORK_IPV6 => Some(NetworkType::Ipv6),
                 _ => None,
-            }
+            };
+            let mut vlan = -1;
+            // SAFETY: Valid per the caller; `vlan` is a valid out-parameter.
+            let ifindex = unsafe { bindings::rxe_rs_gid_attr_ndev(g.sgid_attr, &mut vlan) };
+            (network, ifindex, u16::try_from(vlan).ok())
         };
         Self {
             port_num: a.port_num,
@@ -273,6 +284,8 @@ impl AddressVector {
             // SAFETY: Plain bytes; for a RoCE attribute ib_core resolved them.
             dmac: unsafe { a.__bindgen_anon_1.roce.dmac },
             network,
+            sgid_ifindex,
+            sgid_vlan,
             has_grh,
         }
     }

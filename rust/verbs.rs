@@ -95,6 +95,9 @@ kernel::impl_flags!(
         WithImm = bindings::ib_wc_flags_IB_WC_WITH_IMM,
         /// The completion carries the rkey a SEND with invalidate invalidated.
         WithInv = bindings::ib_wc_flags_IB_WC_WITH_INVALIDATE,
+        /// The datagram arrived on a VLAN, whose ID the completion carries (kernel
+        /// consumers only: `struct ib_uverbs_wc` has no field for it).
+        WithVlan = bindings::ib_wc_flags_IB_WC_WITH_VLAN,
     }
 );
 

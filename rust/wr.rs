@@ -319,6 +319,8 @@ pub(crate) struct Wc {
     pub(crate) wc_flags: WcFlags,
     pub(crate) pkey_index: u16,
     pub(crate) port_num: u32,
+    /// Meaningful with `WcFlag::WithVlan`.
+    pub(crate) vlan_id: u16,
 }
 
 /// The consumer's array of completions that `poll_cq` fills.
@@ -370,6 +372,7 @@ impl WcOut<'_> {
         w.wc_flags = u32::from(c.wc_flags) as i32;
         w.pkey_index = c.pkey_index;
         w.port_num = c.port_num;
+        w.vlan_id = c.vlan_id;
         // SAFETY: `next` has room for one more element per `new`'s caller.
         unsafe {
             self.next.write(w);

@@ -130,6 +130,9 @@ run() {
 	[ -e /sys/class/net/tveth0 ] && ip link del tveth0 >/dev/null 2>&1
 	[ -e /var/run/netns/tpeer ] && ip netns del tpeer >/dev/null 2>&1
 	[ -e /var/run/netns/tns ] && ip netns del tns >/dev/null 2>&1
+	[ -e /var/run/netns/tinit ] && ip netns delete tinit >/dev/null 2>&1
+	# Back to shared namespaces (t_netns_exclusive), once the test's are gone.
+	[ -e /tmp/netns_exclusive ] && wait_for rdma system set netns shared && rm /tmp/netns_exclusive
 	read -r fl 2>/dev/null < /sys/class/net/eth0/flags
 	[ $((fl & 1)) = 1 ] || ip link set eth0 up
 }
@@ -1818,8 +1821,11 @@ t_pktfuzz() {
 # NETEM_ITERS bounds the run; the pairs get 90 s each (rxe takes about 0.5 s per 64 KiB
 # round trip on this link, rxe_rs about 0.1 s).
 NETEM_ITERS=${NETEM_ITERS:-30}
-gid_of() {
-	ibv_devinfo -v -d "$1" | sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*$2, RoCE v2\$/\1/p" | head -n 1
+gid_of() { gid_in "" "$@"; }
+# gid_in NS DEV PATTERN: as gid_of, seen from namespace NS ("": this one).
+gid_in() {
+	${1:+ip netns exec "$1"} ibv_devinfo -v -d "$2" |
+		sed -n "s/.*GID\[ *\([0-9]*\)\]:[[:space:]]*$3, RoCE v2\$/\1/p" | head -n 1
 }
 has_gid_of() { [ -n "$(gid_of "$1" "$2")" ]; }
 # end_race DONE FAILED: DONE's side ran all its iterations, FAILED's ran out of retries.
@@ -1837,6 +1843,85 @@ veth_pair() {
 	wait_for has_gid_of tdevp '::ffff:10\.9\.0\.2' || return 1
 	i0=$(gid_of "$DEV" '::ffff:10\.9\.0\.1'); i1=$(gid_of tdevp '::ffff:10\.9\.0\.2')
 	[ -n "$i0" ] && [ -n "$i1" ] || { echo "no IPv4 GIDs: '$i0' '$i1'"; return 1; }
+}
+# vlan_pair: veth_pair with VLAN 10 on both ends (10.10.0.1 on tveth0.10 here, 10.10.0.2
+# on tveth1.10 there); sets v0 and v1 to the devices' GID indexes of the VLAN addresses.
+vlan_pair() {
+	veth_pair || return 1
+	ip link add link tveth0 name tveth0.10 type vlan id 10 &&
+		ip addr add 10.10.0.1/24 dev tveth0.10 && ip link set tveth0.10 up || return 1
+	ip -n tpeer link add link tveth1 name tveth1.10 type vlan id 10 &&
+		ip -n tpeer addr add 10.10.0.2/24 dev tveth1.10 && ip -n tpeer link set tveth1.10 up || return 1
+	wait_for has_gid_of "$DEV" '::ffff:10\.10\.0\.1' && wait_for has_gid_of tdevp '::ffff:10\.10\.0\.2' ||
+		{ echo "no GIDs of the VLAN addresses"; ibv_devinfo -v -d "$DEV" | grep GID; return 1; }
+	v0=$(gid_of "$DEV" '::ffff:10\.10\.0\.1'); v1=$(gid_of tdevp '::ffff:10\.10\.0\.2')
+}
+# vlan_rx: the packets tveth0.10 and tveth1.10 received, as "HERE THERE".
+vlan_rx() {
+	echo "$(cat /sys/class/net/tveth0.10/statistics/rx_packets)" \
+		"$(ip netns exec tpeer cat /sys/class/net/tveth1.10/statistics/rx_packets)"
+}
+# vlan_grew BEFORE_HERE BEFORE_THERE MIN WHAT: each VLAN device received at least MIN
+# packets since.
+vlan_grew() {
+	set -- "$@" $(vlan_rx)
+	echo "$4: tveth0.10 received $(($5 - $1)), tveth1.10 $(($6 - $2)) packets (want at least $3 each)"
+	[ $(($5 - $1)) -ge "$3" ] && [ $(($6 - $2)) -ge "$3" ]
+}
+# A GID of a VLAN device on the device's netdev carries RoCE through that VLAN device,
+# tagged, both ways: RC and UD ping-pongs between the two ends' VLAN GIDs (their TCP
+# exchange of addresses goes untagged, over 10.9.0.x, so that only RoCE counts), then
+# rping through rdma_cm to the VLAN address (connection management and data), from the
+# peer and from the device to itself (its loopback: a datagram's completion carries the
+# VLAN of its source GID, by which the CM finds the GID it was sent to). A packet
+# sent untagged through the base netdev would reach the peer's base netdev, not its VLAN
+# device, and the peer's VLAN device counts only what came tagged.
+t_vlan_gids() {
+	local n=20 r c TO="$TO"
+	vlan_pair || return 1
+	r=$(vlan_rx)
+	cmd="ibv_rc_pingpong -d $DEV -g $v0 -n $n -s 4096 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $v1 -n $n -s 4096 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	# Four packets of 1 KiB a message, each way.
+	vlan_grew $r $((4 * n)) "RC" || return 1
+	r=$(vlan_rx)
+	cmd="ibv_ud_pingpong -d $DEV -g $v0 -n $n -s 1024 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_ud_pingpong -d tdevp -g $v1 -n $n -s 1024 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	vlan_grew $r $n "UD" || return 1
+	modprobe -a rdma_cm rdma_ucm || return 1
+	r=$(vlan_rx)
+	pair 7174 "rping -s -a 10.10.0.1 -V -C 10" "ip netns exec tpeer rping -c -a 10.10.0.1 -V -C 10" || return 1
+	vlan_grew $r 10 "rping" || return 1
+	pair 7174 "rping -s -a 10.10.0.1 -V -C 10" "rping -c -a 10.10.0.1 -V -C 10" || return 1
+	# A datagram to the VLAN's address that arrives untagged (sent from the peer's base
+	# GID, out of its base netdev) is not the device's: dropped, on both drivers (rxe_rs
+	# counts it in rcvd_not_our_gid), and the ping-pong gets no answer.
+	[ "$DRIVER" = rxe ] || c=$(counter rcvd_not_our_gid)
+	TO=10
+	pair 18515 "ibv_ud_pingpong -d $DEV -g $v0 -n 2 -s 64" \
+		"ip netns exec tpeer ibv_ud_pingpong -d tdevp -g $i1 -n 2 -s 64 10.9.0.1" &&
+		{ echo "a datagram crossed from the untagged network to the VLAN's address"; return 1; }
+	[ "$DRIVER" = rxe ] || [ $(($(counter rcvd_not_our_gid) - c)) -ge 1 ] ||
+		{ echo "the untagged datagram was not counted in rcvd_not_our_gid"; return 1; }
+}
+# A device on a VLAN device itself is refused, on both drivers (EPERM): ib_core gives the
+# VLAN's addresses to the device on its real netdev, and none to one on the VLAN device,
+# which would have no GID. Nothing is left of the attempt, and the device on the real
+# netdev goes on carrying the VLAN's traffic.
+t_vlan_device() {
+	local r
+	vlan_pair || return 1
+	if add tdevv tveth0.10 2>/tmp/err.out; then echo "a device on a VLAN device was added"; return 1; fi
+	cat /tmp/err.out
+	grep -q 'Operation not permitted' /tmp/err.out || { echo "want EPERM"; return 1; }
+	[ -z "$(devices | grep -x tdevv)" ] || { echo "tdevv listed"; return 1; }
+	r=$(vlan_rx)
+	cmd="ibv_rc_pingpong -d $DEV -g $v0 -n 5 -s 4096 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $v1 -n 5 -s 4096 -c 10.9.0.1" &&
+		pp_ok 5 || return 1
+	vlan_grew $r 20 "RC" || return 1
 }
 t_netem_rc() {
 	local TO=90
@@ -1942,6 +2027,48 @@ t_netns_device() {
 	ip netns del tns
 	wait_for no_device || { echo "device left after its namespace went away:"; rdma link; return 1; }
 }
+# With ib_core's namespaces exclusive (rdma system set netns exclusive), a device belongs
+# to the namespace of its netdev: seen and used there only. An RC ping-pong between a
+# device here and one added in a peer namespace; then `rdma dev set DEV netns` moves the
+# one here to the peer namespace and back (ib_core disassociates its users and re-adds
+# its clients; the device is then used again); deleting the peer namespace removes the
+# device whose netdev it took along. rxe puts every device in the initial namespace, so
+# the check skips there.
+in_ns() { ip netns exec "$1" rdma dev show "$2" >/dev/null 2>&1; }
+has_gid_in() { [ -n "$(gid_in "$@")" ]; }
+t_netns_exclusive() {
+	local n=10
+	wait_for rdma system set netns exclusive || { echo "cannot make namespaces exclusive"; return 1; }
+	touch /tmp/netns_exclusive
+	ip netns attach tinit 1 || return 1
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	add "$DEV" tveth0 && ip netns exec tpeer rdma link add tdevp type "$DRIVER" netdev tveth1 || return 1
+	if ! in_ns tpeer tdevp; then
+		[ "$DRIVER" = rxe ] && { echo "rxe: a device added in a namespace is in the initial one"; return 4; }
+		echo "tdevp not in its netdev's namespace"; return 1
+	fi
+	! in_ns tinit tdevp && ! in_ns tpeer "$DEV" && in_ns tinit "$DEV" ||
+		{ echo "a device is seen outside its namespace"; rdma dev; return 1; }
+	wait_for port_state PORT_ACTIVE && wait_for has_gid_in tpeer tdevp '::ffff:10\.9\.0\.2' ||
+		{ echo "no GID of 10.9.0.2 on tdevp"; return 1; }
+	i0=$(gid_of "$DEV" '::ffff:10\.9\.0\.1'); i1=$(gid_in tpeer tdevp '::ffff:10\.9\.0\.2')
+	[ -n "$i0" ] && [ -n "$i1" ] || { echo "no IPv4 GIDs: '$i0' '$i1'"; return 1; }
+	cmd="ibv_rc_pingpong -d $DEV -g $i0 -n $n -s 4096 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $i1 -n $n -s 4096 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	rdma dev set "$DEV" netns tpeer || return 1
+	in_ns tpeer "$DEV" && ! in_ns tinit "$DEV" || { echo "$DEV did not move to tpeer"; return 1; }
+	ip netns exec tpeer rdma dev set "$DEV" netns tinit || return 1
+	in_ns tinit "$DEV" && ! in_ns tpeer "$DEV" || { echo "$DEV did not move back"; return 1; }
+	wait_for port_state PORT_ACTIVE || return 1
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $i1 -n $n -s 4096 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	ip netns del tpeer || return 1
+	wait_for not_listed tdevp || { echo "tdevp left after its namespace went away:"; rdma link; return 1; }
+}
+not_listed() { ! rdma link show "$1/1" >/dev/null 2>&1; }
 # Port 4791 is open while a device of its namespace uses it: opened by the first
 # device, kept while one is left, closed when the last is deleted, and only in the
 # device's namespace (rxe's kselftest rxe_socket_with_netns asks the same). In new
@@ -2262,6 +2389,9 @@ run packet_mutation_fuzz t_pktfuzz
 run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device
+run vlan_gids_carry_tagged_traffic t_vlan_gids
+run netns_exclusive_device_belongs_to_its_namespace t_netns_exclusive
+run device_on_vlan_netdev_refused t_vlan_device
 run udp_port_follows_devices t_udp_port_follows_devices
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user

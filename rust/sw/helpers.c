@@ -5,6 +5,7 @@
  */
 #include <linux/cred.h>
 #include <linux/hmm.h>
+#include <linux/if_vlan.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/mmu_notifier.h>
@@ -111,10 +112,29 @@ void rxe_rs_kfree_skb(struct sk_buff *skb)
 	kfree_skb(skb);
 }
 
-/* Transmit: a buffer for a whole IP packet, which the caller writes from the IP header. */
+/* Receive: the VLAN ID noted on a buffer by rxe_rs_skb_set_vlan_id(), or -1. */
+int rxe_rs_skb_vlan_id(struct sk_buff *skb)
+{
+	return skb_vlan_tag_present(skb) ? skb_vlan_tag_get_id(skb) : -1;
+}
+
+/* Notes VLAN ID vid on a buffer, or that it has none (vid < 0). */
+void rxe_rs_skb_set_vlan_id(struct sk_buff *skb, int vid)
+{
+	if (vid < 0)
+		__vlan_hwaccel_clear_tag(skb);
+	else
+		__vlan_hwaccel_put_tag(skb, htons(ETH_P_8021Q), vid);
+}
+
+/*
+ * Transmit: a buffer for a whole IP packet, which the caller writes from the IP header,
+ * with room in front for ndev's link-layer header and a VLAN tag (for a packet that
+ * leaves through a VLAN device on ndev).
+ */
 struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u8 **data)
 {
-	unsigned int head = LL_RESERVED_SPACE(ndev);
+	unsigned int head = LL_RESERVED_SPACE_EXTRA(ndev, VLAN_HLEN);
 	struct sk_buff *skb;
 
 	skb = alloc_skb(head + len + ndev->needed_tailroom, GFP_ATOMIC);
@@ -128,44 +148,64 @@ struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u
 }
 
 /*
- * Looks up the route from saddr to daddr (both 4 bytes for IPv4, 16 for IPv6) out of
- * ndev, in ndev's namespace. Returns it with a reference for the caller, or an
- * ERR_PTR(); *cookie is what rxe_rs_dst_check() later checks it against (IPv6).
+ * Whether the netdev numbered oif in ndev's namespace is ndev or a VLAN device on it
+ * (vlan_dev_real_dev() goes down through stacked VLAN devices). Called under
+ * rcu_read_lock().
  */
-struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, bool ipv6, const u8 *saddr,
-				      const u8 *daddr, u32 *cookie)
+static bool rxe_rs_oif_of(struct net_device *ndev, int oif)
+{
+	struct net_device *out;
+
+	if (oif == ndev->ifindex)
+		return true;
+	out = dev_get_by_index_rcu(dev_net(ndev), oif);
+	return out && is_vlan_dev(out) && vlan_dev_real_dev(out) == ndev;
+}
+
+/*
+ * Looks up the route from saddr to daddr (both 4 bytes for IPv4, 16 for IPv6) out of
+ * the netdev numbered oif, which must be ndev or a VLAN device on it, in ndev's
+ * namespace. Returns it with a reference for the caller, or an ERR_PTR(); *cookie is
+ * what rxe_rs_dst_check() later checks it against (IPv6).
+ */
+struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, int oif, bool ipv6,
+				      const u8 *saddr, const u8 *daddr, u32 *cookie)
 {
 	struct net *net = dev_net(ndev);
+	struct dst_entry *dst;
 
 	*cookie = 0;
-	if (!ipv6) {
+	/* The check and the lookup in one section: oif cannot name another netdev between. */
+	rcu_read_lock();
+	if (!rxe_rs_oif_of(ndev, oif)) {
+		dst = ERR_PTR(-ENETUNREACH);
+	} else if (!ipv6) {
 		struct flowi4 fl = {};
 		struct rtable *rt;
 
-		fl.flowi4_oif = ndev->ifindex;
+		fl.flowi4_oif = oif;
 		fl.flowi4_proto = IPPROTO_UDP;
 		memcpy(&fl.saddr, saddr, 4);
 		memcpy(&fl.daddr, daddr, 4);
 		rt = ip_route_output_key(net, &fl);
-		return IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
-	}
+		dst = IS_ERR(rt) ? ERR_CAST(rt) : &rt->dst;
+	} else {
 #if IS_ENABLED(CONFIG_IPV6)
-	{
 		struct flowi6 fl6 = {};
-		struct dst_entry *dst;
 
-		fl6.flowi6_oif = ndev->ifindex;
+		fl6.flowi6_oif = oif;
 		fl6.flowi6_proto = IPPROTO_UDP;
 		memcpy(&fl6.saddr, saddr, 16);
 		memcpy(&fl6.daddr, daddr, 16);
 		dst = ip6_dst_lookup_flow(net, NULL, &fl6, NULL);
 		if (!IS_ERR(dst))
 			*cookie = rt6_get_cookie(dst_rt6_info(dst));
-		return dst;
-	}
 #else
-	return ERR_PTR(-EAFNOSUPPORT);
+		dst = ERR_PTR(-EAFNOSUPPORT);
 #endif
+	}
+	rcu_read_unlock();
+	return dst;
 }
 
 /* Whether a route the caller holds is still the one to use (no route change since). */

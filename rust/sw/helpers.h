@@ -41,9 +41,11 @@ const u8 *rxe_rs_skb_network_header(struct sk_buff *skb);
 const u8 *rxe_rs_skb_data(struct sk_buff *skb);
 unsigned int rxe_rs_skb_len(struct sk_buff *skb);
 void rxe_rs_kfree_skb(struct sk_buff *skb);
+int rxe_rs_skb_vlan_id(struct sk_buff *skb);
+void rxe_rs_skb_set_vlan_id(struct sk_buff *skb, int vid);
 struct sk_buff *rxe_rs_skb_alloc_ip(struct net_device *ndev, unsigned int len, u8 **data);
-struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, bool ipv6, const u8 *saddr,
-				      const u8 *daddr, u32 *cookie);
+struct dst_entry *rxe_rs_route_lookup(struct net_device *ndev, int oif, bool ipv6,
+				      const u8 *saddr, const u8 *daddr, u32 *cookie);
 bool rxe_rs_dst_check(struct dst_entry *dst, u32 cookie);
 void rxe_rs_dst_hold(struct dst_entry *dst);
 int rxe_rs_skb_xmit_dst(struct sk_buff *skb, struct dst_entry *dst, bool ipv6);

@@ -68,24 +68,27 @@ impl OutSkb {
     }
 
     /// Routes the packet from `saddr` to `daddr` (both 4 bytes for IPv4, 16 for IPv6)
-    /// out of `ndev`, with the route `routes` kept from an earlier packet to the same
-    /// place if it is still valid, and hands it to the IP stack. Fails if it found no
-    /// route or the packet was dropped below (a full queue). Must not be called with
-    /// interrupts disabled.
+    /// out of the netdev numbered `oif`, which must be `ndev` or a VLAN device on it
+    /// (else the packet is not sent), with the route `routes` kept from an earlier
+    /// packet to the same place if it is still valid, and hands it to the IP stack.
+    /// Fails if it found no route or the packet was dropped below (a full queue). Must
+    /// not be called with interrupts disabled.
     pub(crate) fn send_ip(
         self,
         ndev: &NetDevice,
         routes: &RouteCache,
+        oif: i32,
         saddr: &[u8],
         daddr: &[u8],
     ) -> Result {
-        let route = routes.route(ndev, saddr, daddr)?;
+        let route = routes.route(ndev, oif, saddr, daddr)?;
         let raw = self.skb.ptr.as_ptr();
         core::mem::forget(self.skb);
         let (dst, ipv6) = (ARef::into_raw(route.dst).cast().as_ptr(), route.ipv6);
         // SAFETY: The buffer and the route are ours, and their references are handed
         // over (the helper consumes both in every case); the buffer's netdev is
-        // `ndev`, which the route leaves through.
+        // `ndev`, in whose namespace the route was looked up; the IP stack's output
+        // moves the buffer to the route's netdev (`ndev` or a VLAN device on it).
         kernel::error::to_result(unsafe { bindings::rxe_rs_skb_xmit_dst(raw, dst, ipv6) })
     }
 
@@ -145,6 +148,22 @@ impl Skb {
         // an RCU grace period once unregistered (`synchronize_net()`), and the reference
         // lives no longer than the caller's read-side section.
         (!ndev.is_null()).then(|| unsafe { NetDevice::from_raw(ndev) })
+    }
+
+    /// The VLAN the packet arrived on, as [`Skb::set_vlan_id`] noted it.
+    pub(crate) fn vlan_id(&self) -> Option<u16> {
+        // SAFETY: The buffer is valid.
+        let id = unsafe { bindings::rxe_rs_skb_vlan_id(self.ptr.as_ptr()) };
+        u16::try_from(id).ok()
+    }
+
+    /// Notes the VLAN the packet arrived on (`None`: none). A VLAN device removes the
+    /// tag of what it receives and passes the packet on in its own name: the driver
+    /// notes its ID here, in the buffer's VLAN tag field.
+    pub(crate) fn set_vlan_id(&mut self, vid: Option<u16>) {
+        let vid = vid.map_or(-1, i32::from);
+        // SAFETY: The buffer is valid and ours.
+        unsafe { bindings::rxe_rs_skb_set_vlan_id(self.ptr.as_ptr(), vid) };
     }
 
     /// Puts the data in one piece (may allocate, atomically).
@@ -288,8 +307,9 @@ struct Route {
 
 impl Route {
     /// Looks up the route from `saddr` to `daddr` (both 4 bytes for IPv4, 16 for IPv6)
-    /// out of `ndev`, in its namespace.
-    fn lookup(ndev: &NetDevice, saddr: &[u8], daddr: &[u8]) -> Result<Self> {
+    /// out of the netdev numbered `oif` (`ndev` or a VLAN device on it), in `ndev`'s
+    /// namespace.
+    fn lookup(ndev: &NetDevice, oif: i32, saddr: &[u8], daddr: &[u8]) -> Result<Self> {
         let ipv6 = match (saddr.len(), daddr.len()) {
             (4, 4) => false,
             (16, 16) => true,
@@ -301,6 +321,7 @@ impl Route {
         let dst = from_err_ptr(unsafe {
             bindings::rxe_rs_route_lookup(
                 ndev.as_raw(),
+                oif,
                 ipv6,
                 saddr.as_ptr(),
                 daddr.as_ptr(),
@@ -336,8 +357,9 @@ pub(crate) struct RouteCache {
     last: SpinLockIrq<Option<KeptRoute>>,
 }
 
-/// A kept route and the addresses it was looked up for.
+/// A kept route and the netdev and addresses it was looked up for.
 struct KeptRoute {
+    oif: i32,
     saddr: [u8; 16],
     daddr: [u8; 16],
     len: usize,
@@ -345,8 +367,9 @@ struct KeptRoute {
 }
 
 impl KeptRoute {
-    fn is_for(&self, saddr: &[u8], daddr: &[u8]) -> bool {
-        saddr.len() == self.len
+    fn is_for(&self, oif: i32, saddr: &[u8], daddr: &[u8]) -> bool {
+        oif == self.oif
+            && saddr.len() == self.len
             && daddr.len() == self.len
             && self.saddr.get(..self.len) == Some(saddr)
             && self.daddr.get(..self.len) == Some(daddr)
@@ -361,19 +384,21 @@ impl RouteCache {
         })
     }
 
-    /// The route from `saddr` to `daddr` out of `ndev`: the kept one if it is still
-    /// valid, or a new one, which is kept in its place.
-    fn route(&self, ndev: &NetDevice, saddr: &[u8], daddr: &[u8]) -> Result<Route> {
+    /// The route from `saddr` to `daddr` out of the netdev numbered `oif` (`ndev` or a
+    /// VLAN device on it): the kept one if it is still valid, or a new one, which is
+    /// kept in its place.
+    fn route(&self, ndev: &NetDevice, oif: i32, saddr: &[u8], daddr: &[u8]) -> Result<Route> {
         {
             let last = self.last.lock();
-            if let Some(kept) = last.as_ref().filter(|k| k.is_for(saddr, daddr)) {
+            if let Some(kept) = last.as_ref().filter(|k| k.is_for(oif, saddr, daddr)) {
                 if kept.route.valid() {
                     return Ok(kept.route.clone());
                 }
             }
         }
-        let route = Route::lookup(ndev, saddr, daddr)?;
+        let route = Route::lookup(ndev, oif, saddr, daddr)?;
         let mut kept = KeptRoute {
+            oif,
             saddr: [0; 16],
             daddr: [0; 16],
             len: saddr.len(),

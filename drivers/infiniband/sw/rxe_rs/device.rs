@@ -393,6 +393,15 @@ impl LinkDriver for RxeLink {
             pr_err!("a device already exists on this netdev\n");
             return Err(EEXIST);
         }
+        // ib_core gives a VLAN device's addresses to the device on its real netdev, and
+        // none to a device on the VLAN device itself, which would have no GID to use.
+        if ndev.vlan_real_dev().is_some() {
+            pr_err!(
+                "{}: not on a VLAN device: the device on its real netdev serves it\n",
+                name
+            );
+            return Err(EPERM);
+        }
         // The namespace's RoCE v2 sockets, made if this is its first device.
         let tunnel = Tunnels::<Recv>::open(ndev)
             .inspect_err(|e| pr_err!("no UDP port 4791 for {}: {:?}\n", name, e))?;

@@ -13,8 +13,8 @@
 use crate::ib::device::Device;
 use crate::mcast::{MAX_MEMBERS, MULTICAST_QPN};
 use crate::param;
-use crate::qp::RxeQp;
-use crate::roce::{frame::ip_gids, icrc, packet::Packet};
+use crate::qp::{Arrival, RxeQp};
+use crate::roce::{frame::ip_gids, icrc, opcode::Transport, packet::Packet};
 use crate::stats::Counter;
 use crate::sw::{skb::Skb, udp::Receiver};
 use crate::RxeRs;
@@ -85,6 +85,7 @@ fn check(bytes: &[u8], udp: usize, from: Source) -> Result<Packet<'_>, Refused> 
 pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
     let counters = &dev.counters;
     counters.inc(Counter::Received);
+    let vlan_id = skb.vlan_id();
     let Some((bytes, udp)) = skb.network_bytes() else {
         counters.inc(Counter::Malformed);
         counters.inc(Counter::Dropped);
@@ -109,9 +110,34 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
         counters.inc(Counter::Dropped);
         return;
     }
+    // A datagram is for the device only at a GID of the netdev it arrived on, as rxe
+    // checks: the IP stack takes a packet to any local address on any netdev (one of
+    // another VLAN included). (A table search per packet: a connected QP instead
+    // checks the packet's addresses and VLAN against its own, see `RxeQp::receive`;
+    // the device's own packets are addressed by it.)
+    if from == Source::Network
+        && pkt.info.transport == Transport::Ud
+        && pkt.bth.dest_qp != MULTICAST_QPN
+    {
+        let rcu = kernel::sync::rcu::read_lock();
+        let ours = match (skb.netdev(&rcu), ip_gids(&bytes[..udp])) {
+            (Some(ndev), Some((_, dst))) => dev.has_gid(param::PORT, &dst, ndev),
+            _ => false,
+        };
+        drop(rcu);
+        if !ours {
+            counters.inc(Counter::NotOurGid);
+            counters.inc(Counter::Dropped);
+            return;
+        }
+    }
     counters.add(Counter::RcvdBytes, bytes.len() as u64);
+    let arrival = Arrival {
+        ip: &bytes[..udp],
+        vlan_id,
+    };
     if pkt.bth.dest_qp == MULTICAST_QPN {
-        multicast(dev, &pkt, &bytes[..udp]);
+        multicast(dev, &pkt, &arrival);
         return;
     }
     let Some(qp) = dev.qp_table.get(pkt.bth.dest_qp) else {
@@ -119,7 +145,7 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
         counters.inc(Counter::Dropped);
         return;
     };
-    if !RxeQp::receive(dev, &qp, &pkt, &bytes[..udp]) {
+    if !RxeQp::receive(dev, &qp, &pkt, &arrival) {
         counters.inc(Counter::QpDropped);
         counters.inc(Counter::Dropped);
     }
@@ -127,15 +153,15 @@ pub(crate) fn deliver(dev: &Device<RxeRs>, skb: Skb, from: Source) {
 
 /// A datagram to the multicast QP number: each member of the group its destination
 /// address names takes it as if it were sent to it alone.
-fn multicast(dev: &Device<RxeRs>, pkt: &Packet<'_>, ip: &[u8]) {
+fn multicast(dev: &Device<RxeRs>, pkt: &Packet<'_>, from: &Arrival<'_>) {
     let counters = &dev.counters;
-    let gid = ip_gids(ip).map_or([0; 16], |(_, dst)| dst);
+    let gid = ip_gids(from.ip).map_or([0; 16], |(_, dst)| dst);
     let mut qpns = [0u32; MAX_MEMBERS];
     let n = dev.mcast.members(&gid, &mut qpns);
     let mut taken = false;
     for &qpn in &qpns[..n] {
         if let Some(qp) = dev.qp_table.get(qpn) {
-            taken |= RxeQp::receive(dev, &qp, pkt, ip);
+            taken |= RxeQp::receive(dev, &qp, pkt, from);
         }
     }
     if !taken {
@@ -152,12 +178,20 @@ impl Receiver for Recv {
     fn receive(mut skb: Skb) {
         // Softirq, in the network stack's RCU read-side section.
         let rcu = kernel::sync::rcu::read_lock();
-        let dev = skb.netdev(&rcu).and_then(Device::<RxeRs>::find_by_netdev);
+        // What arrives on a VLAN device of one of our netdevs (which removed its tag)
+        // is for the device on that netdev, as arrived on that VLAN.
+        let found = skb
+            .netdev(&rcu)
+            .and_then(|ndev| match ndev.vlan_real_dev() {
+                Some(real) => Device::<RxeRs>::find_by_netdev(real).map(|d| (d, ndev.vlan_id())),
+                None => Device::<RxeRs>::find_by_netdev(ndev).map(|d| (d, None)),
+            });
         drop(rcu);
-        let Some(dev) = dev else {
+        let Some((dev, vlan_id)) = found else {
             // Not on one of our devices' netdevs.
             return;
         };
+        skb.set_vlan_id(vlan_id);
         if skb.linearize().is_err() {
             dev.counters.inc(Counter::Received);
             dev.counters.inc(Counter::Malformed);

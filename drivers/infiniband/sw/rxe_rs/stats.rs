@@ -71,6 +71,10 @@ pub(crate) enum Counter {
     /// acknowledgement timeout or a sequence NAK, RNR NAKs left out (rxe's
     /// `completer_retry_err`).
     CompleterRetry,
+    /// Received unicast datagrams dropped because their destination address is not a
+    /// GID of the netdev they arrived on (an address of another VLAN or netdev, which
+    /// the IP stack delivers to any local address).
+    NotOurGid,
 }
 
 /// The counters' names, in [`Counter`] order.
@@ -101,11 +105,12 @@ pub(crate) static NAMES: [StatDesc; N] = [
     StatDesc::new(c"link_downed"),
     StatDesc::new(c"ack_deferred"),
     StatDesc::new(c"completer_retry_err"),
+    StatDesc::new(c"rcvd_not_our_gid"),
 ];
 
 /// How many counters there are.
-const N: usize = 26;
-const _: () = assert!(Counter::CompleterRetry as usize + 1 == N && NAMES.len() == N);
+const N: usize = 27;
+const _: () = assert!(Counter::NotOurGid as usize + 1 == N && NAMES.len() == N);
 
 /// The device's counters.
 pub(crate) struct Counters([Atomic<u64>; N]);

@@ -25,6 +25,9 @@ pub(crate) struct Completion {
     pub(crate) src_qp: u32,
     pub(crate) wc_flags: WcFlags,
     pub(crate) port_num: u8,
+    /// The VLAN a datagram arrived on, with `WcFlag::WithVlan` (for a kernel consumer,
+    /// whose CM finds the GID it was sent to by it).
+    pub(crate) vlan_id: u16,
     /// The QP as a kernel consumer knows it (unused for a process's CQ).
     pub(crate) wc_qp: WcQp,
 }
@@ -59,6 +62,7 @@ impl Completion {
             wc_flags: self.wc_flags,
             pkey_index: 0,
             port_num: self.port_num.into(),
+            vlan_id: self.vlan_id,
         }
     }
 }

@@ -35,13 +35,17 @@ use kernel::prelude::*;
 
 /// Where a built packet goes.
 enum Route {
-    /// To the device itself.
-    Local,
+    /// To the device itself, received as arrived on the source GID's VLAN, if any.
+    Local { vlan_id: Option<u16> },
+    /// Out of the netdev numbered `oif`: the device's own, or a VLAN device on it
+    /// whose GID is the source.
     V4 {
+        oif: i32,
         src: [u8; 4],
         dst: [u8; 4],
     },
     V6 {
+        oif: i32,
         src: [u8; 16],
         dst: [u8; 16],
     },
@@ -110,12 +114,19 @@ pub(crate) fn build<E>(
         // It goes to the device's own loopback queue, whose receiver does not check
         // the ICRC (`recv::Source::Loopback`): no one could ever see it.
         frame::seal_unchecked(bytes, &layout).map_err(|_| BuildError::Packet)?;
-        Route::Local
+        Route::Local {
+            vlan_id: av.sgid_vlan,
+        }
     } else {
         frame::seal(bytes, &layout).map_err(|_| BuildError::Packet)?;
+        // The source GID's netdev: a GID of a VLAN device sends tagged, through it.
+        let oif = match av.sgid_ifindex {
+            0 => ndev.ifindex(),
+            i => i,
+        };
         match ip {
-            Ip::V4 { src, dst, .. } => Route::V4 { src, dst },
-            Ip::V6 { src, dst, .. } => Route::V6 { src, dst },
+            Ip::V4 { src, dst, .. } => Route::V4 { oif, src, dst },
+            Ip::V6 { src, dst, .. } => Route::V6 { oif, src, dst },
         }
     };
     Ok(Outgoing {
@@ -132,20 +143,23 @@ pub(crate) fn send(dev: &Device<RxeRs>, ndev: &NetDevice, routes: &RouteCache, o
     dev.counters.inc(Counter::Sent);
     dev.counters.add(Counter::SentBytes, out.len as u64);
     let sent = match out.route {
-        Route::Local => match out.skb.into_received(out.ip_len) {
-            Ok(skb) => match Loopback::send(dev, skb) {
-                // The device is being unregistered, its QPs all destroyed: no one is
-                // there to receive the packet.
-                Err(e) if e == ENODEV => {
-                    dev.counters.inc(Counter::Dropped);
-                    return;
+        Route::Local { vlan_id } => match out.skb.into_received(out.ip_len) {
+            Ok(mut skb) => {
+                skb.set_vlan_id(vlan_id);
+                match Loopback::send(dev, skb) {
+                    // The device is being unregistered, its QPs all destroyed: no one is
+                    // there to receive the packet.
+                    Err(e) if e == ENODEV => {
+                        dev.counters.inc(Counter::Dropped);
+                        return;
+                    }
+                    sent => sent,
                 }
-                sent => sent,
-            },
+            }
             Err(e) => Err(e),
         },
-        Route::V4 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
-        Route::V6 { src, dst } => out.skb.send_ip(ndev, routes, &src, &dst),
+        Route::V4 { oif, src, dst } => out.skb.send_ip(ndev, routes, oif, &src, &dst),
+        Route::V6 { oif, src, dst } => out.skb.send_ip(ndev, routes, oif, &src, &dst),
     };
     if sent.is_err() {
         dev.counters.inc(Counter::SendError);

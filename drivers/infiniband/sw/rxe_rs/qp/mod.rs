@@ -175,6 +175,15 @@ impl QpInner {
     }
 }
 
+/// How a packet arrived, as the QP that takes it sees it.
+pub(crate) struct Arrival<'a> {
+    /// Its IP header.
+    pub(crate) ip: &'a [u8],
+    /// The VLAN it arrived on (`recv::Recv::receive` notes it), for a datagram's
+    /// completion.
+    pub(crate) vlan_id: Option<u16>,
+}
+
 /// What a QP's verbs and its deferred work share.
 #[pin_data]
 pub(crate) struct QpShared {
@@ -271,12 +280,13 @@ impl RxeQp {
         }
     }
 
-    /// A packet for the QP `qp`; returns whether the QP took it.
+    /// A packet for the QP `qp`, arrived as `from` says; returns whether the QP took
+    /// it.
     pub(crate) fn receive(
         dev: &Device<RxeRs>,
         qp: &Arc<Task<QpShared>>,
         pkt: &Packet<'_>,
-        ip: &[u8],
+        from: &Arrival<'_>,
     ) -> bool {
         let ndev = &dev.ndev;
         let mut inner = qp.inner.lock();
@@ -284,11 +294,12 @@ impl RxeQp {
             return false;
         }
         // A connected QP takes packets from its peer only, to the address it is
-        // connected from.
+        // connected from, on that address's VLAN.
         if matches!(qp.qp_type, QpType::Rc | QpType::Uc) {
             let av = &inner.attrs.av;
-            let peer = crate::roce::frame::ip_gids(ip)
-                .is_some_and(|(src, dst)| src == av.dgid && dst == av.sgid);
+            let peer = from.vlan_id == av.sgid_vlan
+                && crate::roce::frame::ip_gids(from.ip)
+                    .is_some_and(|(src, dst)| src == av.dgid && dst == av.sgid);
             if !peer {
                 return false;
             }
@@ -297,7 +308,7 @@ impl RxeQp {
             // Answers still to send from before this packet come first: whoever sends
             // them (a run in progress, or the work item) sends what this packet adds.
             let waiting = inner.resp.has_responses();
-            let (taken, mut reply) = match resp::request(dev, ndev, qp, &mut inner, pkt, ip) {
+            let (taken, mut reply) = match resp::request(dev, ndev, qp, &mut inner, pkt, from) {
                 Request::Taken(reply) => (true, reply),
                 Request::Dropped(reply) => (false, reply),
             };

@@ -57,12 +57,12 @@ impl RxeQp {
             _ => None,
         };
         let wake = match a.state {
-            Some(state) => Self::enter(qp, &mut inner, cur, state)?,
-            None => false,
+            Some(state) => Self::enter(qp, &mut inner, cur, state),
+            None => Ok(false),
         };
         drop(inner);
         Self::send_final_ack(qp.device(), &qp.shared, ack);
-        if wake {
+        if wake? {
             qp.device().wq.run(&qp.shared);
         }
         Ok(())

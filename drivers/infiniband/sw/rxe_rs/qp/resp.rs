@@ -26,7 +26,7 @@
 //! receive WQE, is dropped whole.
 
 use super::odp::OdpWait;
-use super::{QpInner, QpShared, RxeQp, GSI_QKEY};
+use super::{Arrival, QpInner, QpShared, RxeQp, GSI_QKEY};
 use crate::ib::netdev::NetDevice;
 use crate::ib::task::{Task, Workqueue};
 use crate::ib::verbs::{AccessFlags, FlushLevel, FlushPlacement, WcFlag, WcOpcode, WcStatus};
@@ -690,7 +690,7 @@ pub(crate) fn request(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-    ip: &[u8],
+    from: &Arrival<'_>,
 ) -> Request {
     if inner.state == QpState::Err {
         RxeQp::flush_posted_receives(dev, shared, inner);
@@ -701,7 +701,7 @@ pub(crate) fn request(
     let rtr = inner.state == QpState::Rtr;
     let request = match (shared.qp_type, pkt.info.transport) {
         (QpType::Ud | QpType::Gsi, Transport::Ud) => {
-            Request::taken_if(datagram(dev, shared, inner, pkt, ip))
+            Request::taken_if(datagram(dev, shared, inner, pkt, from))
         }
         (QpType::Rc, Transport::Rc) => rc(dev, ndev, shared, inner, pkt),
         (QpType::Uc, Transport::Uc) => Request::taken_if(uc(dev, shared, inner, pkt)),
@@ -1546,7 +1546,7 @@ fn datagram(
     shared: &Arc<Task<QpShared>>,
     inner: &mut QpInner,
     pkt: &Packet<'_>,
-    ip: &[u8],
+    from: &Arrival<'_>,
 ) -> bool {
     let Some(deth) = pkt.deth() else {
         return false;
@@ -1561,9 +1561,9 @@ fn datagram(
         return false;
     }
     let mut grh = [0u8; GRH_LEN];
-    match ip.len() {
-        20 => grh[20..].copy_from_slice(ip),
-        40 => grh.copy_from_slice(ip),
+    match from.ip.len() {
+        20 => grh[20..].copy_from_slice(from.ip),
+        40 => grh.copy_from_slice(from.ip),
         _ => return false,
     }
     let wqe = match take_recv(&dev.wq, shared, inner) {
@@ -1625,6 +1625,10 @@ fn datagram(
         if let Some(imm) = imm {
             c.ex = u32::from_ne_bytes(imm);
             c.wc_flags |= WcFlag::WithImm;
+        }
+        if let Some(vlan) = from.vlan_id {
+            c.vlan_id = vlan;
+            c.wc_flags |= WcFlag::WithVlan;
         }
         c.port_num = PORT as u8;
     }
