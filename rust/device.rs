@@ -42,7 +42,7 @@ use super::{
     mw::{self, MwOps},
     netdev::{NetDevice, NetDeviceRef},
     pd::{self, PdOps},
-    qp::{self, QpOps},
+    qp::{self, OwnGid, QpOps},
     srq::{self, SrqOps},
     stats::StatDesc,
     ucontext::{self, UcontextOps},
@@ -746,6 +746,16 @@ impl<T: Driver> Device<T> {
     pub(crate) fn has_gid(&self, port: u32, gid: &[u8; 16], ndev: &NetDevice) -> bool {
         // SAFETY: The device and `ndev` are valid; `gid` holds the 16 bytes read.
         unsafe { bindings::rxe_rs_gid_of_netdev(self.as_raw(), port, gid.as_ptr(), ndev.as_raw()) }
+    }
+
+    /// Whether `gid` is one of the device's RoCE v2 GIDs (of any of its netdevs): if it
+    /// is, the GID's place on the device. Any context.
+    pub(crate) fn own_gid(&self, gid: &[u8; 16]) -> Option<OwnGid> {
+        // SAFETY: The device is valid; `gid` holds the 16 bytes read.
+        let vlan = unsafe { bindings::rxe_rs_own_gid_vlan(self.as_raw(), gid.as_ptr()) };
+        (vlan != -2).then(|| OwnGid {
+            vlan_id: u16::try_from(vlan).ok(),
+        })
     }
 
     /// Allocates a device with ib_core, initialises its data, binds `ndev` to port 1 and

@@ -50,6 +50,7 @@ unsigned int rxe_rs_gid_attr_network_type(const struct ib_gid_attr *attr);
 int rxe_rs_gid_attr_ndev(const struct ib_gid_attr *attr, int *vlan_id);
 bool rxe_rs_gid_of_netdev(struct ib_device *dev, u32 port, const u8 *gid,
 			  struct net_device *ndev);
+int rxe_rs_own_gid_vlan(struct ib_device *dev, const u8 *gid);
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,
 				int access);
 

@@ -215,6 +215,13 @@ pub(crate) enum NetworkType {
     Ipv6,
 }
 
+/// A GID of the device itself, as [`AddressVector::dgid_own`] notes the destination.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct OwnGid {
+    /// The VLAN ID of the GID's netdev, if that is a VLAN device.
+    pub(crate) vlan_id: Option<u16>,
+}
+
 /// A RoCE v2 address vector: where a QP's (or an AH's) packets go.
 #[derive(Clone, Copy, Debug, Default)]
 pub(crate) struct AddressVector {
@@ -238,6 +245,9 @@ pub(crate) struct AddressVector {
     pub(crate) sgid_ifindex: i32,
     /// The VLAN ID of that netdev, if it is a VLAN device.
     pub(crate) sgid_vlan: Option<u16>,
+    /// Set by the driver when the destination GID is one of the device's own (see
+    /// `Device::own_gid`); `None` as read.
+    pub(crate) dgid_own: Option<OwnGid>,
     /// Whether the attribute carried a GRH at all (RoCE requires one).
     pub(crate) has_grh: bool,
 }
@@ -286,8 +296,20 @@ impl AddressVector {
             network,
             sgid_ifindex,
             sgid_vlan,
+            dgid_own: None,
             has_grh,
         }
+    }
+
+    /// Where the destination is on the device itself, if packets to the vector go to
+    /// the device itself: the destination GID is the source GID, or one of the device's
+    /// own that the driver noted.
+    pub(crate) fn own_dest(&self) -> Option<OwnGid> {
+        self.dgid_own.or_else(|| {
+            (self.sgid == self.dgid).then_some(OwnGid {
+                vlan_id: self.sgid_vlan,
+            })
+        })
     }
 
     /// Writes the address into a query's answer (a RoCE address vector).

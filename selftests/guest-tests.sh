@@ -131,6 +131,7 @@ run() {
 	[ -e /var/run/netns/tpeer ] && ip netns del tpeer >/dev/null 2>&1
 	[ -e /var/run/netns/tns ] && ip netns del tns >/dev/null 2>&1
 	[ -e /var/run/netns/tinit ] && ip netns delete tinit >/dev/null 2>&1
+	[ -e /sys/class/net/tbond0 ] && ip link del tbond0 >/dev/null 2>&1
 	# Back to shared namespaces (t_netns_exclusive), once the test's are gone.
 	[ -e /tmp/netns_exclusive ] && wait_for rdma system set netns shared && rm /tmp/netns_exclusive
 	read -r fl 2>/dev/null < /sys/class/net/eth0/flags
@@ -223,6 +224,7 @@ t_mcast_busy() { vo mcast_busy; }
 # check asserts).
 t_inline_not_for_read() { vo inline_not_for_read; }
 t_acked_before_destroy() { vo acked_before_destroy; }
+t_create_qp_response_fault() { vo create_qp_response_fault; }
 t_ud_too_long() { vo ud_too_long_dropped; }
 t_ud_too_long_srq() { vo ud_too_long_srq; }
 t_recv_in_err() { vo recv_in_err_flushed; }
@@ -293,6 +295,17 @@ t_iova_local() { iova_cases gather_cross gather_at write_gather_cross scatter_cr
 is() { with_dev && "$IS" "$DEV" "$1"; }
 t_isol_mw_bind() { is mw_bind_other_pd; }
 t_isol_ud_ah() { is ud_other_ah; }
+# A kernel consumer's AH (kverbs_test hold_ah=1 keeps one) and every other AH number but
+# the process's own: no UD SEND of the process goes out with one.
+t_isol_ud_kernel_ah() {
+	local rc
+	with_dev || return 1
+	insmod "$HOST/kverbs_test.ko" dev="$DEV" hold_ah=1 || return 1
+	dmesg | grep -o 'kverbs_test: holding.*' | tail -n 1
+	"$IS" "$DEV" ud_kernel_ah; rc=$?
+	rmmod kverbs_test || return 1
+	return $rc
+}
 # C rxe oopses (a NULL pointer in rxe_invalidate_mw, from rxe_receiver) on the SEND with
 # invalidate of a window bound to another QP: never run there.
 t_isol_inv() {
@@ -1873,7 +1886,7 @@ vlan_grew() {
 # exchange of addresses goes untagged, over 10.9.0.x, so that only RoCE counts), then
 # rping through rdma_cm to the VLAN address (connection management and data), from the
 # peer and from the device to itself (its loopback: a datagram's completion carries the
-# VLAN of its source GID, by which the CM finds the GID it was sent to). A packet
+# VLAN of its destination GID, by which the CM finds the GID it was sent to). A packet
 # sent untagged through the base netdev would reach the peer's base netdev, not its VLAN
 # device, and the peer's VLAN device counts only what came tagged.
 t_vlan_gids() {
@@ -1906,6 +1919,20 @@ t_vlan_gids() {
 	[ "$DRIVER" = rxe ] || [ $(($(counter rcvd_not_our_gid) - c)) -ge 1 ] ||
 		{ echo "the untagged datagram was not counted in rcvd_not_our_gid"; return 1; }
 }
+# Two addresses of one netdev, two GIDs of one device: RC and UD ping-pongs between them
+# go through the device's loopback (the IP stack would hand them to lo, which no device
+# receives on). (Between a netdev's GID and its VLAN's, ib_core refuses the path.)
+t_two_gids_one_netdev() {
+	local n=20 i2
+	veth_pair || return 1
+	ip addr add 10.9.0.3/24 dev tveth0 || return 1
+	wait_for has_gid_of "$DEV" '::ffff:10\.9\.0\.3' || { echo "no GID of 10.9.0.3"; return 1; }
+	i2=$(gid_of "$DEV" '::ffff:10\.9\.0\.3')
+	for t in rc ud; do
+		cmd="ibv_${t}_pingpong -d $DEV -n $n -s 1024 -c"
+		pair 18515 "$cmd -g $i0" "$cmd -g $i2 127.0.0.1" && pp_ok $n || return 1
+	done
+}
 # A device on a VLAN device itself is refused, on both drivers (EPERM): ib_core gives the
 # VLAN's addresses to the device on its real netdev, and none to one on the VLAN device,
 # which would have no GID. Nothing is left of the attempt, and the device on the real
@@ -1922,6 +1949,42 @@ t_vlan_device() {
 	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $v1 -n 5 -s 4096 -c 10.9.0.1" &&
 		pp_ok 5 || return 1
 	vlan_grew $r 20 "RC" || return 1
+}
+# bond_pair: an active-backup bond of two veth links on each side (tbond0 here, tbond1
+# in the peer namespace tpeer), 10.11.0.1 and 10.11.0.2 on the bonds, a device on each
+# bond; sets b0 and b1 to the devices' GID indexes of those addresses.
+bond_pair() {
+	ip netns add tpeer || return 1
+	ip link add tbond0 type bond mode active-backup miimon 50 || return 1
+	ip -n tpeer link add tbond1 type bond mode active-backup miimon 50 || return 1
+	for l in a b; do
+		ip link add tv${l}0 type veth peer name tv${l}1 netns tpeer &&
+			ip link set tv${l}0 master tbond0 && ip -n tpeer link set tv${l}1 master tbond1 || return 1
+	done
+	ip addr add 10.11.0.1/24 dev tbond0 && ip link set tbond0 up || return 1
+	ip -n tpeer addr add 10.11.0.2/24 dev tbond1 && ip -n tpeer link set tbond1 up || return 1
+	add "$DEV" tbond0 && ip netns exec tpeer rdma link add tdevp type "$DRIVER" netdev tbond1 || return 1
+	wait_for port_state PORT_ACTIVE && wait_for has_gid_of tdevp '::ffff:10\.11\.0\.2' ||
+		{ echo "no port or GID on the bonds"; return 1; }
+	b0=$(gid_of "$DEV" '::ffff:10\.11\.0\.1'); b1=$(gid_of tdevp '::ffff:10\.11\.0\.2')
+}
+# A device on an active-backup bond: an RC ping-pong between two bonded devices goes on
+# across a failover (the active link of each side goes down in the middle of it; the
+# RC retries cover what was lost meanwhile) and moves all its data, checked.
+t_bond_failover() {
+	local n=3000 active TO=120
+	bond_pair || return 1
+	active=$(cat /sys/class/net/tbond0/bonding/active_slave)
+	[ -n "$active" ] || { echo "no active link on tbond0"; return 1; }
+	cmd="ibv_rc_pingpong -d $DEV -g $b0 -n $n -s 4096 -c"
+	( sleep 2; ip link set "$active" down; echo "took $active down" ) &
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $b1 -n $n -s 4096 -c 10.11.0.1" &&
+		pp_ok $n || return 1
+	wait
+	echo "tbond0 active link: $active before, $(cat /sys/class/net/tbond0/bonding/active_slave) after;" \
+		"retransmits here: $(counter retransmits), there: $(counter retransmits tdevp)"
+	[ "$(cat /sys/class/net/tbond0/bonding/active_slave)" != "$active" ] ||
+		{ echo "no failover happened"; return 1; }
 }
 t_netem_rc() {
 	local TO=90
@@ -2310,6 +2373,7 @@ run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
 run inline_read_atomic_refused t_inline_not_for_read
 run acked_before_destroy t_acked_before_destroy
+run create_qp_response_fault_leaves_no_qp t_create_qp_response_fault
 run ud_longer_than_receive_dropped t_ud_too_long
 run ud_longer_than_srq_receive_rem_inv_req t_ud_too_long_srq
 run recv_posted_in_err_flushed t_recv_in_err
@@ -2331,6 +2395,7 @@ run iova_remote_range_past_top t_iova_remote
 run iova_local_sge_past_top t_iova_local
 run isolation_mw_bind_other_pd t_isol_mw_bind
 run isolation_ud_other_process_ah t_isol_ud_ah
+run isolation_ud_kernel_consumer_ah t_isol_ud_kernel_ah
 run isolation_invalidate_other_qp t_isol_inv
 run isolation_keys_not_a_counter t_isol_keys
 run recv_wqe_malformed_rc_own_wr_id t_isol_recv_rc
@@ -2391,7 +2456,9 @@ run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device
 run vlan_gids_carry_tagged_traffic t_vlan_gids
 run netns_exclusive_device_belongs_to_its_namespace t_netns_exclusive
+run bond_active_backup_failover t_bond_failover
 run device_on_vlan_netdev_refused t_vlan_device
+run two_gids_of_one_netdev_loop_back t_two_gids_one_netdev
 run udp_port_follows_devices t_udp_port_follows_devices
 run link_delete t_link_delete
 run link_delete_with_user t_link_delete_with_user

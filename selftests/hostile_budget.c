@@ -657,23 +657,6 @@ static void *ring_writer_run(void *arg)
 	return NULL;
 }
 
-/* The doorbell librxe rings after writing WQEs: a POST_SEND command with no WR in it. */
-static int doorbell(struct ibv_qp *qp)
-{
-	struct {
-		struct ib_uverbs_cmd_hdr hdr;
-		struct ib_uverbs_post_send cmd;
-	} c = { .hdr = { .command = IB_USER_VERBS_CMD_POST_SEND } };
-	struct ib_uverbs_post_send_resp resp;
-
-	c.hdr.in_words = sizeof(c) / 4;
-	c.hdr.out_words = sizeof(resp) / 4;
-	c.cmd.response = (uintptr_t)&resp;
-	c.cmd.qp_handle = qp->handle;
-	c.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
-	return write(qp->context->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : errno;
-}
-
 /* RC: rings the doorbell again and again, each call timed. */
 static void *doorbell_run(void *arg)
 {
@@ -682,7 +665,7 @@ static void *doorbell_run(void *arg)
 
 	while (!atomic_load(&f->failed) && now() < f->stop) {
 		double t0 = now();
-		int ret = doorbell(f->qp);
+		int ret = raw_doorbell(f->qp);
 
 		sample_add(&p->calls, t0, now());
 		if (ret) {

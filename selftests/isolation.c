@@ -554,6 +554,78 @@ static int check_ud_other_ah(void)
 }
 
 /*
+ * (4b) Every AH number but the process's own names an AH it may not send with: a kernel
+ * consumer's (kverbs_test hold_ah=1 keeps one while this runs) and any other. For each
+ * number up to AH_SCAN (its own left out), the process posts a UD SEND to its own QP on
+ * a new QP in INIT (refused by the doorbell, written into the ring), rewrites the AH
+ * number in the ring, moves the QP to RTS and rings the doorbell with no work request:
+ * the SEND completes in error, and no datagram arrives. Then a SEND with its own AH
+ * arrives, as it would have.
+ */
+#define AH_SCAN 40
+
+static int check_ud_kernel_ah(struct ibv_context *ctx)
+{
+	const uint64_t magic = 0xa4a4000000000100ull;
+	struct env e;
+	struct ibv_mr *smr, *rmr;
+	struct ibv_qp *rx, *tx;
+	struct ibv_ah *ah;
+	struct ibv_wc wc[2];
+	uint32_t own = 0;
+	int bad = 0, n;
+
+	if (env_init(&e, ctx, eth0_v4))
+		return 1;
+	if (!(smr = ibv_reg_mr(e.pd, ud_sbuf, sizeof(ud_sbuf), 0)) ||
+	    !(rmr = ibv_reg_mr(e.pd, ud_rbuf, sizeof(ud_rbuf), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(rx = qp_new(&e, IBV_QPT_UD, NULL)) || qp_up(&e, rx, 0, NULL, 0) ||
+	    post_ud_recvs(rx, rmr, 4) || !(ah = ah_to(&e)))
+		FAIL("setup: %s", strerror(errno));
+	for (uint32_t num = 1; num <= AH_SCAN; num++) {
+		struct sq_ring sq;
+		uint8_t *slot;
+
+		if (!(tx = qp_new(&e, IBV_QPT_UD, NULL)) || qp_init(tx, 0))
+			FAIL("sender: %s", strerror(errno));
+		post_ud(tx, ah, smr, rx->qp_num, magic + num);
+		if (!find_sq(&sq, magic + num))
+			FAIL("the sender's WQE is not in a ring mapping");
+		slot = (uint8_t *)sq_slot(&sq, atomic_load(sq.prod) - 1);
+		own = *(volatile uint32_t *)(slot + UD_AH_NUM);
+		if (num == own) {
+			ibv_destroy_qp(tx);
+			continue;
+		}
+		*(volatile uint32_t *)(slot + UD_AH_NUM) = num;
+		if (qp_up(&e, tx, 0, NULL, 0) || requeue_refused(&sq, 1) || raw_doorbell(tx))
+			FAIL("AH number %u: to RTS: %s", num, strerror(errno));
+		n = poll_for(e.scq, wc, 1, 3000);
+		/* Refused (rxe flushes it: WR_FLUSH_ERR, its QP moved to ERR). */
+		if (n != 1 || wc[0].wr_id != magic + num || wc[0].status == IBV_WC_SUCCESS) {
+			fprintf(stderr, "AH number %u: %d completions, %s\n", num, n,
+				n ? ibv_wc_status_str(wc[0].status) : "-");
+			bad++;
+		}
+		if (ibv_destroy_qp(tx))
+			FAIL("ibv_destroy_qp: %s", strerror(errno));
+	}
+	n = poll_for(e.rcq, wc, 1, 500);
+	fprintf(stderr, "AH numbers 1 to %u but %u (its own): each SEND refused; %d datagrams arrived\n",
+		AH_SCAN, own, n);
+	if (n)
+		bad++;
+	/* Its own AH works. */
+	if (!(tx = qp_new(&e, IBV_QPT_UD, NULL)) || qp_up(&e, tx, 0, NULL, 0) ||
+	    post_ud(tx, ah, smr, rx->qp_num, magic))
+		FAIL("its own SEND: %s", strerror(errno));
+	n = poll_for(e.rcq, wc, 1, 3000);
+	if (n != 1 || wc[0].status != IBV_WC_SUCCESS)
+		FAIL("its own SEND did not arrive (%d)", n);
+	return bad ? 1 : 0;
+}
+
+/*
  * (4c) A type 2 window bound through QP X (connected to X2) cannot be invalidated
  * through another QP Y of the same PD: neither by LOCAL_INV on Y nor by a SEND with
  * invalidate that Y receives from its peer Y2. Each attempt fails, and afterwards X2
@@ -1519,6 +1591,7 @@ static int check_odp_reset_stale(void)
 static const struct check checks[] = {
 	{ "mw_bind_other_pd", NULL, check_mw_bind_other_pd },
 	{ "ud_other_ah", NULL, check_ud_other_ah },
+	{ "ud_kernel_ah", check_ud_kernel_ah },
 	{ "inv_other_qp", check_inv_other_qp, NULL },
 	{ "keys_random", check_keys_random, NULL },
 	{ "recv_malformed_rc", check_recv_malformed_rc, NULL },

@@ -53,12 +53,12 @@ export PKTFUZZ_SECONDS=${PKTFUZZ_SECONDS:-30}
 # lossy link). The NFS, iSER and SRP tests too, for now: NFS over RDMA alone took 514 s
 # here (NVMe over RDMA, which stays, about 150 s), and with iSER the second guest ran
 # out of make check's time before the hostile-packet tests after them; they want a
-# lighter form for this kernel first (less fio, targetcli in one call). The VLAN tests
-# too: ping-pongs and rping over the veth pair that the hostile-packet tests already
-# drive through the same transmit and receive code (the second guest's time is short:
-# the delete and unload tests after them were left unstarted in one run). EXCEPT= runs
-# all.
-export EXCEPT=${EXCEPT-'_ipv6$|_lat$|^rc_address_readded|_pingpong_ipv4$|^perftest_|^ucmatose_rc$|^udaddy_ud$|^rping_validate$|^destroy_loop_no_ipi_storm$|^port_follows_carrier$|^rc_over_netem|^kernel_(nfs_over_rdma|iser|srp)$|^vlan_|_on_vlan_'}
+# lighter form for this kernel first (less fio, targetcli in one call). The VLAN and
+# bonding tests too: ping-pongs and rping over veth links, which the hostile-packet
+# tests already drive through the same transmit and receive code (the second guest's
+# time is short: the delete and unload tests after them were left unstarted in one
+# run). EXCEPT= runs all.
+export EXCEPT=${EXCEPT-'_ipv6$|_lat$|^rc_address_readded|_pingpong_ipv4$|^perftest_|^ucmatose_rc$|^udaddy_ud$|^rping_validate$|^destroy_loop_no_ipi_storm$|^port_follows_carrier$|^rc_over_netem|^kernel_(nfs_over_rdma|iser|srp)$|^vlan_|_on_vlan_|^bond_|^two_gids_'}
 # Waits and stock tools get more time here, where starting a process takes seconds
 # (python3 took over 40 s to start stall9p.py with the host's cores shared by three
 # guests and a build). A wait ends as soon as what it waits for holds.

@@ -16,7 +16,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 #include <rdma/rdma_user_rxe.h>
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); return 1; } while (0)
@@ -157,6 +159,23 @@ static inline int find_sq(struct sq_ring *r, uint64_t wr_id)
 	}
 	fclose(f);
 	return found;
+}
+
+/* The doorbell librxe rings after writing WQEs: a POST_SEND command with no WR in it. */
+static inline int raw_doorbell(struct ibv_qp *qp)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_post_send cmd;
+	} c = { .hdr = { .command = IB_USER_VERBS_CMD_POST_SEND } };
+	struct ib_uverbs_post_send_resp resp;
+
+	c.hdr.in_words = sizeof(c) / 4;
+	c.hdr.out_words = sizeof(resp) / 4;
+	c.cmd.response = (uintptr_t)&resp;
+	c.cmd.qp_handle = qp->handle;
+	c.cmd.wqe_size = sizeof(struct ib_uverbs_send_wr);
+	return write(qp->context->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : errno;
 }
 
 /*

@@ -30,9 +30,10 @@
  *                  finding down; the names are those of the summary lines)
  *   FUZZ_EXCEPT    comma-separated operation names that do not run
  *   FUZZ_MAX_QUEUES 1: ask for queues of the device's largest size too (0: at most
- *                  64 Ki entries). Off by default: queue memory is vmalloc that no
- *                  cgroup or rlimit is charged for, and two UD QPs of 2^20 entries
- *                  take 1.3 GB, after which the OOM killer kills other processes.
+ *                  64 Ki entries). Off by default: queue memory is charged to the
+ *                  process's memory cgroup, which has no limit in the test guest, and
+ *                  two UD QPs of 2^20 entries take 1.3 GB, after which the OOM killer
+ *                  kills other processes.
  *   FUZZ_MCAST_LIDS 1: attach to multicast groups with random LIDs too (0: LID 0
  *                  only) (1). rxe refuses the second detach of a QP attached to one
  *                  group under two LIDs, and the QP then outlives its process, WARNs in

@@ -22,6 +22,7 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <rdma/ib_user_verbs.h>
 #include "verbs_common.h"
 
 /* A CQ holds at least what was asked for, and not absurdly more; a new CQ is empty. */
@@ -2055,6 +2056,114 @@ static int check_mw_zero_based(struct ibv_context *ctx)
  * of max_srq_wr WQEs of max_srq_sge SGEs, QPs of max_qp_wr send or receive WQEs and of
  * max_sge SGEs, a CQ of max_cqe entries.
  */
+/* The device's count of `what` (qp, cq, ...) in `rdma resource show`, or -1. */
+static long res_count(struct ibv_context *ctx, const char *what)
+{
+	char cmd[128], line[512], key[32];
+	long n = -1;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s 2>/dev/null",
+		 ibv_get_device_name(ctx->device));
+	snprintf(key, sizeof(key), " %s ", what);
+	if (!(f = popen(cmd, "r")))
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		char *at = strstr(line, key);
+
+		if (at)
+			n = strtol(at + strlen(key), NULL, 10);
+	}
+	pclose(f);
+	return n;
+}
+
+/*
+ * ib_uverbs' create_qp command (the write() interface, which librxe no longer uses but
+ * the kernel keeps), asking for an RC QP of `e` with its response at `resp` of `len`
+ * bytes. Returns 0 or the errno.
+ */
+static int raw_create_qp(struct qp_env *e, void *resp, size_t len)
+{
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_create_qp cmd;
+	} c = { .hdr = { .command = IB_USER_VERBS_CMD_CREATE_QP } };
+
+	c.hdr.in_words = sizeof(c) / 4;
+	c.hdr.out_words = len / 4;
+	c.cmd.response = (uintptr_t)resp;
+	c.cmd.pd_handle = e->pd->handle;
+	c.cmd.send_cq_handle = e->scq->handle;
+	c.cmd.recv_cq_handle = e->rcq->handle;
+	c.cmd.max_send_wr = 4;
+	c.cmd.max_recv_wr = 4;
+	c.cmd.max_send_sge = 1;
+	c.cmd.max_recv_sge = 1;
+	c.cmd.qp_type = IBV_QPT_RC;
+	return write(e->ctx->cmd_fd, &c, sizeof(c)) == sizeof(c) ? 0 : errno;
+}
+
+/*
+ * A create_qp whose response cannot be written fails with EFAULT and leaves no QP: when
+ * the driver's part of the response (the rings' mmap offsets) is what fails, and when
+ * only ib_uverbs' own part does, after the driver has created the QP and written its
+ * part (ib_uverbs then destroys the QP it published, as destroy_qp would). 50 of each;
+ * then the device's QP count is what it was, and a QP moves data as before.
+ */
+static int check_create_qp_response_fault(struct ibv_context *ctx)
+{
+	const size_t core = sizeof(struct ib_uverbs_create_qp_resp);
+	const size_t len = core + sizeof(struct rxe_create_qp_resp);
+	long page = sysconf(_SC_PAGESIZE), before, after;
+	struct qp_env e;
+	uint8_t *map;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	/* A page that cannot be written, then one that can. */
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (map == MAP_FAILED || mprotect(map, page, PROT_READ))
+		FAIL("mmap: %s", strerror(errno));
+	before = res_count(ctx, "qp");
+	for (int i = 0; i < 100; i++) {
+		/* Even rounds: all of it read-only; odd: only ib_uverbs' part. */
+		uint8_t *resp = i & 1 ? map + page - core : map;
+		int ret = raw_create_qp(&e, resp, len);
+
+		if (ret != EFAULT)
+			FAIL("round %d (%s unwritable): create_qp gave %s, want EFAULT", i,
+			     i & 1 ? "ib_uverbs' part" : "all", ret ? strerror(ret) : "success");
+	}
+	after = res_count(ctx, "qp");
+	fprintf(stderr, "QPs of the device: %ld before, %ld after 100 faulted creates\n", before,
+		after);
+	if (before < 0 || after != before)
+		FAIL("the QP count changed: %ld before, %ld after", before, after);
+	{
+		struct ibv_qp *qp = rc_loop(&e);
+		static char buf[64];
+		struct ibv_mr *mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+		struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 32,
+				       .lkey = mr ? mr->lkey : 0 };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *rbad;
+		struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &sge, .num_sge = 1,
+					   .opcode = IBV_WR_SEND,
+					   .send_flags = IBV_SEND_SIGNALED }, *sbad;
+		struct ibv_wc wc;
+
+		if (!qp || !mr || ibv_post_recv(qp, &rwr, &rbad) || ibv_post_send(qp, &swr, &sbad))
+			FAIL("a QP after the faulted creates: %s", strerror(errno));
+		if (one_completion(e.scq, &wc, "SEND") || wc.status != IBV_WC_SUCCESS ||
+		    one_completion(e.rcq, &wc, "receive") || wc.status != IBV_WC_SUCCESS)
+			FAIL("a SEND after the faulted creates did not complete");
+		if (ibv_destroy_qp(qp) || ibv_dereg_mr(mr))
+			FAIL("teardown: %s", strerror(errno));
+	}
+	munmap(map, 2 * page);
+	return env_close(&e);
+}
+
 static int check_limits_creatable(struct ibv_context *ctx)
 {
 	struct ibv_device_attr da;
@@ -2728,6 +2837,7 @@ static const struct check checks[] = {
 	{ "send_before_rts_refused", check_send_before_rts_refused },
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
 	{ "acked_before_destroy", check_acked_before_destroy },
+	{ "create_qp_response_fault", check_create_qp_response_fault },
 	{ NULL }
 };
 

@@ -12,7 +12,9 @@
  * fast-registration MRs. With `traffic=1`, two RC QPs of the device are connected to
  * each other instead and move data: REG_MR (the source's at an address its consumer
  * set after mapping it), then an RDMA READ with invalidate, after which the key it
- * invalidated must open nothing.
+ * invalidated must open nothing. With `hold_ah=1`, it checks nothing: it keeps a PD and
+ * an address handle to the device's RoCE v2 IPv4 GID until it is unloaded, for a process
+ * to try to send with (isolation.c's ud_kernel_ah).
  */
 #include <linux/delay.h>
 #include <linux/module.h>
@@ -31,6 +33,16 @@ MODULE_PARM_DESC(traffic, "run the checks that move data between two QPs instead
 static bool modify;
 module_param(modify, bool, 0444);
 MODULE_PARM_DESC(modify, "set the device's system image GUID to 0123:4567:89ab:cdef instead");
+
+static bool hold_ah;
+module_param(hold_ah, bool, 0444);
+MODULE_PARM_DESC(hold_ah, "keep a PD and an address handle until unloaded instead");
+
+/* What hold_ah keeps, as the client's data of the device. */
+struct held {
+	struct ib_pd *pd;
+	struct ib_ah *ah;
+};
 
 static int found, failed;
 /* The checks run one at a time: their larger arrays live here, not on the stack. */
@@ -587,6 +599,40 @@ static void check_modify_device(struct ib_device *dev)
 	CHECK(ret == -EOPNOTSUPP, "modify_device_unknown_bit", "ib_modify_device: %d", ret);
 }
 
+static struct ib_client kverbs_client;
+
+/* hold_ah: a PD and an AH to the device's own RoCE v2 IPv4 GID, kept as client data. */
+static int hold(struct ib_device *dev)
+{
+	struct rdma_ah_attr a = { .type = RDMA_AH_ATTR_TYPE_ROCE };
+	int gid_index = roce_v2_gid(dev);
+	struct held *h;
+	union ib_gid gid;
+
+	if (gid_index < 0 || rdma_query_gid(dev, 1, gid_index, &gid))
+		return -ENODEV;
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return -ENOMEM;
+	h->pd = ib_alloc_pd(dev, 0);
+	if (IS_ERR(h->pd)) {
+		kfree(h);
+		return -ENOMEM;
+	}
+	rdma_ah_set_port_num(&a, 1);
+	rdma_ah_set_grh(&a, &gid, 0, gid_index, 64, 0);
+	h->ah = rdma_create_ah(h->pd, &a, RDMA_CREATE_AH_SLEEPABLE);
+	if (IS_ERR(h->ah)) {
+		pr_err("kverbs_test: rdma_create_ah: %ld\n", PTR_ERR(h->ah));
+		ib_dealloc_pd(h->pd);
+		kfree(h);
+		return -EIO;
+	}
+	ib_set_client_data(dev, &kverbs_client, h);
+	pr_info("kverbs_test: holding an AH to GID index %d\n", gid_index);
+	return 0;
+}
+
 static int kverbs_add(struct ib_device *dev)
 {
 	struct ib_pd *pd;
@@ -594,6 +640,12 @@ static int kverbs_add(struct ib_device *dev)
 	if (strcmp(dev_name(&dev->dev), devname))
 		return -EOPNOTSUPP;
 	found = 1;
+	if (hold_ah) {
+		int err = hold(dev);
+
+		CHECK(err == 0, "hold_ah", "%d", err);
+		return err ? -EOPNOTSUPP : 0;
+	}
 	pd = ib_alloc_pd(dev, 0);
 	if (IS_ERR(pd)) {
 		CHECK(0, "alloc_pd", "ib_alloc_pd: %ld", PTR_ERR(pd));
@@ -617,6 +669,13 @@ static int kverbs_add(struct ib_device *dev)
 
 static void kverbs_remove(struct ib_device *dev, void *data)
 {
+	struct held *h = data;
+
+	if (h) {
+		rdma_destroy_ah(h->ah, RDMA_DESTROY_AH_SLEEPABLE);
+		ib_dealloc_pd(h->pd);
+		kfree(h);
+	}
 }
 
 static struct ib_client kverbs_client = {
@@ -631,7 +690,9 @@ static int __init kverbs_init(void)
 
 	if (err)
 		return err;
-	ib_unregister_client(&kverbs_client);
+	/* hold_ah: a client until unloaded, which releases what it holds. */
+	if (!hold_ah || !found || failed)
+		ib_unregister_client(&kverbs_client);
 	if (!found)
 		return -ENODEV;
 	pr_info("kverbs_test: %d failed\n", failed);
@@ -640,6 +701,8 @@ static int __init kverbs_init(void)
 
 static void __exit kverbs_exit(void)
 {
+	if (hold_ah)
+		ib_unregister_client(&kverbs_client);
 }
 
 module_init(kverbs_init);

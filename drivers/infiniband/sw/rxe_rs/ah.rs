@@ -82,6 +82,17 @@ pub(crate) fn check_av(av: &AddressVector) -> Result {
     Ok(())
 }
 
+/// `av` with its destination noted if that is one of the device's own GIDs: packets to
+/// it go through the device's loopback queue whatever the source GID (two addresses of
+/// one netdev, a netdev's and its VLAN's), as on the destination's VLAN (see `xmit`).
+/// The IP stack would hand them to the loopback netdev, which no device receives on.
+pub(crate) fn with_own_dest(dev: &Device<RxeRs>, av: &AddressVector) -> AddressVector {
+    AddressVector {
+        dgid_own: dev.own_gid(&av.dgid),
+        ..*av
+    }
+}
+
 impl RxeAh {
     pub(crate) fn create(
         ahs: &Arc<Quota>,
@@ -143,7 +154,8 @@ impl AhOps<RxeRs> for RxeAh {
         may_sleep: bool,
         user: Option<&UserCall<'_, RxeRs>>,
     ) -> Result<Self> {
-        Self::create(&dev.ahs, &dev.ah_table, (pd, av), may_sleep, user)
+        let av = with_own_dest(dev, av);
+        Self::create(&dev.ahs, &dev.ah_table, (pd, &av), may_sleep, user)
     }
 
     fn query_ah(ah: &Ah<RxeRs>) -> AddressVector {

@@ -13,10 +13,12 @@
 //! [`RouteCache`] when its last packet went to the same place and the route is still
 //! valid.
 //!
-//! Packets whose destination GID is their source GID never leave the device: they go
-//! through the device's loopback queue into the same receive checks and counters as a
-//! packet from the network (see `loopback`). rxe does the same; traffic between two
-//! devices on one host goes through the IP stack.
+//! Packets whose destination GID is one of the device's own (their source GID, another
+//! address of its netdev, one of a VLAN on it: see `ah::with_own_dest`) never leave the
+//! device: they go through the device's loopback queue into the same receive checks and
+//! counters as a packet from the network (see `loopback`), as arrived on the
+//! destination GID's VLAN. rxe does the same (it compares the destination MAC with its
+//! netdev's); traffic between two devices on one host goes through the IP stack.
 
 use crate::ib::{
     device::Device,
@@ -110,12 +112,12 @@ pub(crate) fn build<E>(
     frame::write_headers(bytes, &layout, &ip, frame::source_port(src_qpn), bth, ext)
         .map_err(|_| BuildError::Packet)?;
     fill(&mut bytes[layout.payload()]).map_err(BuildError::Payload)?;
-    let route = if av.sgid == av.dgid {
+    let route = if let Some(own) = av.own_dest() {
         // It goes to the device's own loopback queue, whose receiver does not check
         // the ICRC (`recv::Source::Loopback`): no one could ever see it.
         frame::seal_unchecked(bytes, &layout).map_err(|_| BuildError::Packet)?;
         Route::Local {
-            vlan_id: av.sgid_vlan,
+            vlan_id: own.vlan_id,
         }
     } else {
         frame::seal(bytes, &layout).map_err(|_| BuildError::Packet)?;

@@ -4,7 +4,7 @@
 //! entering each state does.
 
 use super::{QpInner, RxeQp};
-use crate::ah::check_av;
+use crate::ah::{check_av, with_own_dest};
 use crate::ib::{
     device::eopnotsupp,
     qp::{transition_ok, Qp, QpAttr, QpAttrs, QpEvent, QpState, QpType},
@@ -39,6 +39,11 @@ fn round_rd_atomic(n: u8) -> u8 {
 impl RxeQp {
     pub(crate) fn modify(qp: &Qp<RxeRs>, a: &QpAttr) -> Result {
         check_attr(qp.shared.qp_type, a)?;
+        let mut a = a.clone();
+        if let Some(av) = a.av.as_mut() {
+            *av = with_own_dest(qp.device(), av);
+        }
+        let a = &a;
         let mut inner = qp.shared.inner.lock();
         let cur = a.cur_state.unwrap_or(inner.state);
         let new = a.state.unwrap_or(cur);

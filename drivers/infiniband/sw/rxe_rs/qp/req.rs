@@ -263,7 +263,7 @@ pub(super) fn timeout_ms(timeout: u8) -> Option<u32> {
 
 /// Whether a packet to `av` would go to the device's loopback queue while it is full.
 fn backlogged(dev: &Device<RxeRs>, av: &AddressVector) -> bool {
-    av.sgid == av.dgid && dev.lo.backlog() >= LOOP_BACKLOG
+    av.own_dest().is_some() && dev.lo.backlog() >= LOOP_BACKLOG
 }
 
 /// Takes the next step of the requester of a QP in RTS.

@@ -411,7 +411,7 @@ impl RxeQp {
             let out = {
                 let mut inner = shared.inner.lock();
                 let live = !inner.dead && inner.responds();
-                let local = inner.attrs.av.sgid == inner.attrs.av.dgid;
+                let local = inner.attrs.av.own_dest().is_some();
                 let backlog = local && dev.lo.backlog() >= LOOP_BACKLOG;
                 if live && inner.resp.has_responses() && (budget == 0 || backlog) {
                     // The rest is the work item's, now or once the loopback queue has
