@@ -225,6 +225,7 @@ t_mcast_busy() { vo mcast_busy; }
 t_inline_not_for_read() { vo inline_not_for_read; }
 t_acked_before_destroy() { vo acked_before_destroy; }
 t_create_qp_response_fault() { vo create_qp_response_fault; }
+t_err_flush_recorded_producer() { vo err_flush_recorded_producer; }
 t_ud_too_long() { vo ud_too_long_dropped; }
 t_ud_too_long_srq() { vo ud_too_long_srq; }
 t_recv_in_err() { vo recv_in_err_flushed; }
@@ -790,6 +791,17 @@ t_kernel_read_inv() {
 	dmesg -C
 	insmod "$HOST/kverbs_test.ko" dev="$DEV" traffic=1; rc=$?
 	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
+	[ $rc = 0 ] || return 1
+	rmmod kverbs_test
+}
+# The same module with remap=1: a fast-registration MR mapped again after its REG_MR
+# (iSER does so before the LOCAL_INV ahead of the next REG_MR) still opens only the page
+# it was registered with to a peer's READ through its key.
+t_kernel_remap() {
+	with_dev || return 1
+	dmesg -C
+	insmod "$HOST/kverbs_test.ko" dev="$DEV" remap=1; rc=$?
+	dmesg | grep -o 'kverbs_test: .*'
 	[ $rc = 0 ] || return 1
 	rmmod kverbs_test
 }
@@ -2374,6 +2386,7 @@ run mw_alloc_dealloc_pd_busy t_mw
 run inline_read_atomic_refused t_inline_not_for_read
 run acked_before_destroy t_acked_before_destroy
 run create_qp_response_fault_leaves_no_qp t_create_qp_response_fault
+run err_flush_up_to_recorded_producer t_err_flush_recorded_producer
 run ud_longer_than_receive_dropped t_ud_too_long
 run ud_longer_than_srq_receive_rem_inv_req t_ud_too_long_srq
 run recv_posted_in_err_flushed t_recv_in_err
@@ -2414,6 +2427,7 @@ run fault_injection_create_verbs t_failslab
 run gsi_qp1_ready_after_link_add t_gsi_qp1
 run kernel_consumer_verbs t_kernel_verbs
 run kernel_read_with_invalidate t_kernel_read_inv
+run kernel_fastreg_remap_keeps_registered_pages t_kernel_remap
 run modify_device_node_desc_sys_image_guid t_modify_device
 run odp_mr_faults_pyverbs t_odp_pyverbs
 run counters_match_traffic t_counters_traffic

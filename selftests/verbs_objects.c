@@ -766,6 +766,97 @@ static int check_qp_err_flush(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/* Seconds on the monotonic clock. */
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Completions that arrive on `cq` within `ms` milliseconds. */
+static int count_for(struct ibv_cq *cq, int ms)
+{
+	struct ibv_wc wc[64];
+	int n = 0, got;
+
+	for (double end = now() + ms / 1000.0; now() < end;) {
+		got = ibv_poll_cq(cq, 64, wc);
+		if (got < 0)
+			return -1;
+		n += got;
+		if (!got)
+			usleep(1000);
+	}
+	return n;
+}
+
+/*
+ * In the error state the device flushes a send ring up to where the process's producer
+ * index was at its last doorbell, not further. The process moves the index on by 300
+ * (more than one run's budget of 256, so that the QP's work item flushes the rest) and
+ * rings the doorbell, then at once moves it on by 100 more without one: 300 flush
+ * completions come, not 400; its next doorbell brings the other 100.
+ */
+static int check_err_flush_recorded_producer(struct ibv_context *ctx)
+{
+	const uint64_t magic = 0xe1e1000000000000ull;
+	static char buf[16];
+	struct ibv_qp_init_attr a = { .qp_type = IBV_QPT_RC,
+				      .cap = { .max_send_wr = 512, .max_recv_wr = 1,
+					       .max_send_sge = 1, .max_recv_sge = 1 } };
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct ibv_send_wr wr = { .wr_id = magic, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct qp_env e;
+	struct sq_ring sq;
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	uint32_t prod;
+	int first, second;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	if (!(cq = ibv_create_cq(ctx, 2048, NULL, NULL, 0)))
+		FAIL("ibv_create_cq: %s", strerror(errno));
+	a.send_cq = cq;
+	a.recv_cq = e.rcq;
+	if (!(qp = ibv_create_qp(e.pd, &a)))
+		FAIL("ibv_create_qp: %s", strerror(errno));
+	if (walk_to(&e, qp, IBV_QPS_INIT) || to_state(&e, qp, IBV_QPS_ERR))
+		FAIL("to ERR: %s", strerror(errno));
+	/* A send posted in ERR is flushed; its WQE shows where the ring is. */
+	if (ibv_post_send(qp, &wr, &bad) || count_for(cq, 1000) != 1)
+		FAIL("the send posted in ERR was not flushed once");
+	if (!find_sq(&sq, magic))
+		FAIL("the send ring is not in a mapping");
+	if (sq.mask < 511)
+		FAIL("a send ring of %u slots, want 512 or more", sq.mask + 1);
+	prod = atomic_load(sq.prod);
+	for (uint32_t i = 0; i < 400; i++) {
+		struct rxe_send_wqe *w = sq_slot(&sq, prod + i);
+
+		memcpy(w, sq_slot(&sq, prod - 1), (size_t)1 << sq.log2);
+		w->wr.wr_id = magic + 1 + i;
+	}
+	atomic_store_explicit(sq.prod, (prod + 300) & sq.mask, memory_order_release);
+	if (raw_doorbell(qp))
+		FAIL("doorbell: %s", strerror(errno));
+	atomic_store_explicit(sq.prod, (prod + 400) & sq.mask, memory_order_release);
+	first = count_for(cq, 3000);
+	if (raw_doorbell(qp))
+		FAIL("doorbell: %s", strerror(errno));
+	second = count_for(cq, 2000);
+	fprintf(stderr, "flushed: %d after the doorbell at +300 (then +100 without one), %d after the next doorbell\n",
+		first, second);
+	if (first != 300 || second != 100)
+		FAIL("want 300, then 100");
+	if (ibv_destroy_qp(qp) || ibv_destroy_cq(cq))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
 /*
  * A QP is destroyed in each state reachable by modify, with receives outstanding
  * (except in RESET, where none can be posted): the destroy succeeds and nothing of it
@@ -868,14 +959,6 @@ static void *ack_later(void *arg)
 	acked = 1;
 	ibv_ack_async_event(arg);
 	return NULL;
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 /*
@@ -2838,6 +2921,7 @@ static const struct check checks[] = {
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
 	{ "acked_before_destroy", check_acked_before_destroy },
 	{ "create_qp_response_fault", check_create_qp_response_fault },
+	{ "err_flush_recorded_producer", check_err_flush_recorded_producer },
 	{ NULL }
 };
 

@@ -12,7 +12,10 @@
  * fast-registration MRs. With `traffic=1`, two RC QPs of the device are connected to
  * each other instead and move data: REG_MR (the source's at an address its consumer
  * set after mapping it), then an RDMA READ with invalidate, after which the key it
- * invalidated must open nothing. With `hold_ah=1`, it checks nothing: it keeps a PD and
+ * invalidated must open nothing. With `remap=1`, a fast-registration MR is mapped again
+ * (ib_map_mr_sg) after its REG_MR and before the next one, as iSER does before the
+ * LOCAL_INV ahead of the next REG_MR: a peer's READ through its key must not reach the
+ * new pages (it gets the registered ones' data, or fails). With `hold_ah=1`, it checks nothing: it keeps a PD and
  * an address handle to the device's RoCE v2 IPv4 GID until it is unloaded, for a process
  * to try to send with (isolation.c's ud_kernel_ah).
  */
@@ -33,6 +36,10 @@ MODULE_PARM_DESC(traffic, "run the checks that move data between two QPs instead
 static bool modify;
 module_param(modify, bool, 0444);
 MODULE_PARM_DESC(modify, "set the device's system image GUID to 0123:4567:89ab:cdef instead");
+
+static bool remap;
+module_param(remap, bool, 0444);
+MODULE_PARM_DESC(remap, "check that a fast-registration MR mapped again keeps its registered pages instead");
 
 static bool hold_ah;
 module_param(hold_ah, bool, 0444);
@@ -502,6 +509,30 @@ static int read_into(struct ib_qp *qp, struct ib_cq *cq, struct ib_mr *dst,
 	return wc[0].status;
 }
 
+/* The traffic checks' two QPs on `cq` and two fast-registration MRs; nonzero if one failed. */
+static int pair_up(struct ib_pd *pd, struct ib_cq *cq, struct ib_qp **qa, struct ib_qp **qb,
+		   struct ib_mr **src, struct ib_mr **dst)
+{
+	*qa = make_qp(pd, cq, cq, NULL);
+	*qb = make_qp(pd, cq, cq, NULL);
+	*src = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	*dst = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
+	return IS_ERR(*qa) || IS_ERR(*qb) || IS_ERR(*src) || IS_ERR(*dst);
+}
+
+/* Destroys what the traffic checks set up: their two QPs and two MRs, those that exist. */
+static void pair_down(struct ib_qp *qa, struct ib_qp *qb, struct ib_mr *src, struct ib_mr *dst)
+{
+	if (!IS_ERR_OR_NULL(qa))
+		ib_destroy_qp(qa);
+	if (!IS_ERR_OR_NULL(qb))
+		ib_destroy_qp(qb);
+	if (!IS_ERR_OR_NULL(src))
+		ib_dereg_mr(src);
+	if (!IS_ERR_OR_NULL(dst))
+		ib_dereg_mr(dst);
+}
+
 /* RDMA READ with invalidate between two connected QPs of the device. */
 static void check_read_inv(struct ib_pd *pd)
 {
@@ -541,11 +572,7 @@ static void check_read_inv(struct ib_pd *pd)
 		CHECK(0, "read_inv_setup", "ib_dma_map_sg");
 		goto out_cq;
 	}
-	qa = make_qp(pd, cq, cq, NULL);
-	qb = make_qp(pd, cq, cq, NULL);
-	src = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
-	dst = ib_alloc_mr(pd, IB_MR_TYPE_MEM_REG, 1);
-	if (IS_ERR(qa) || IS_ERR(qb) || IS_ERR(src) || IS_ERR(dst)) {
+	if (pair_up(pd, cq, &qa, &qb, &src, &dst)) {
 		CHECK(0, "read_inv_setup", "QPs or MRs");
 		goto out;
 	}
@@ -565,14 +592,7 @@ static void check_read_inv(struct ib_pd *pd)
 	CHECK(status == IB_WC_LOC_PROT_ERR, "read_with_invalidate_kills_the_key",
 	      "a READ through the invalidated key ended with status %d", status);
 out:
-	if (!IS_ERR_OR_NULL(qa))
-		ib_destroy_qp(qa);
-	if (!IS_ERR_OR_NULL(qb))
-		ib_destroy_qp(qb);
-	if (!IS_ERR_OR_NULL(src))
-		ib_dereg_mr(src);
-	if (!IS_ERR_OR_NULL(dst))
-		ib_dereg_mr(dst);
+	pair_down(qa, qb, src, dst);
 	ib_dma_unmap_sg(dev, &sg_src, 1, DMA_BIDIRECTIONAL);
 	ib_dma_unmap_sg(dev, &sg_dst, 1, DMA_BIDIRECTIONAL);
 out_cq:
@@ -582,6 +602,101 @@ out_pages:
 		__free_page(page_src);
 	if (page_dst)
 		__free_page(page_dst);
+}
+
+/*
+ * remap: an RDMA READ through the key of a fast-registration MR that was mapped again
+ * after its REG_MR (no REG_MR since) gets the registered page's data or fails; the new
+ * page's data never leaves.
+ */
+static void check_remap(struct ib_pd *pd)
+{
+	struct ib_device *dev = pd->device;
+	struct ib_cq_init_attr ca = { .cqe = 64 };
+	struct events ev = {};
+	struct scatterlist sg_a, sg_b, sg_dst;
+	struct ib_mr *src = NULL, *dst = NULL;
+	struct ib_qp *qa = NULL, *qb = NULL;
+	struct page *pa, *pb, *pd_;
+	const struct ib_send_wr *bad;
+	struct ib_sge sge;
+	struct ib_rdma_wr r = {};
+	int gid_index, status = -1;
+	struct ib_cq *cq;
+	u64 iova_a;
+	u8 *a, *b, *d;
+
+	gid_index = roce_v2_gid(dev);
+	pa = alloc_page(GFP_KERNEL);
+	pb = alloc_page(GFP_KERNEL);
+	pd_ = alloc_page(GFP_KERNEL);
+	if (gid_index < 0 || !pa || !pb || !pd_) {
+		CHECK(0, "remap_setup", "no RoCE v2 IPv4 GID (%d) or no pages", gid_index);
+		goto out_pages;
+	}
+	cq = ib_create_cq(dev, comp_handler, cq_event, &ev, &ca);
+	if (IS_ERR(cq)) {
+		CHECK(0, "remap_setup", "ib_create_cq: %ld", PTR_ERR(cq));
+		goto out_pages;
+	}
+	a = page_address(pa);
+	b = page_address(pb);
+	d = page_address(pd_);
+	memset(a, 0x5a, PAGE_SIZE);
+	memset(b, 0xee, PAGE_SIZE);
+	memset(d, 0, PAGE_SIZE);
+	sg_init_one(&sg_a, a, PAGE_SIZE);
+	sg_init_one(&sg_b, b, PAGE_SIZE);
+	sg_init_one(&sg_dst, d, PAGE_SIZE);
+	if (ib_dma_map_sg(dev, &sg_a, 1, DMA_BIDIRECTIONAL) != 1 ||
+	    ib_dma_map_sg(dev, &sg_b, 1, DMA_BIDIRECTIONAL) != 1 ||
+	    ib_dma_map_sg(dev, &sg_dst, 1, DMA_BIDIRECTIONAL) != 1) {
+		CHECK(0, "remap_setup", "ib_dma_map_sg");
+		goto out_cq;
+	}
+	if (pair_up(pd, cq, &qa, &qb, &src, &dst)) {
+		CHECK(0, "remap_setup", "QPs or MRs");
+		goto out;
+	}
+	if (connect_rc(qa, qb, gid_index) || connect_rc(qb, qa, gid_index) ||
+	    reg_mr(qb, cq, src, &sg_a, IB_ACCESS_REMOTE_READ, 0) ||
+	    reg_mr(qa, cq, dst, &sg_dst, IB_ACCESS_LOCAL_WRITE, 0)) {
+		CHECK(0, "remap_setup", "connect or REG_MR failed");
+		goto out;
+	}
+	iova_a = src->iova;
+	/* Mapped again, onto the other page; no REG_MR follows. */
+	if (ib_map_mr_sg(src, &sg_b, 1, NULL, PAGE_SIZE) != 1) {
+		CHECK(0, "remap_setup", "ib_map_mr_sg again");
+		goto out;
+	}
+	sge = (struct ib_sge){ .addr = dst->iova, .length = 64, .lkey = dst->lkey };
+	r.wr = (struct ib_send_wr){ .opcode = IB_WR_RDMA_READ, .wr_id = 3, .sg_list = &sge,
+				    .num_sge = 1 };
+	r.remote_addr = iova_a;
+	r.rkey = src->rkey;
+	if (!ib_post_send(qa, &r.wr, &bad) && poll_n(cq, wc, 1) == 1)
+		status = wc[0].status;
+	pr_info("kverbs_test: READ through the key after the new mapping: status %d, data %#x\n",
+		status, d[0]);
+	CHECK(d[0] != 0xee && (status != IB_WC_SUCCESS || !memcmp(d, a, 64)),
+	      "remap_keeps_registered_pages",
+	      "the READ through the old key ended with status %d and brought %#x (registered page %#x, new page %#x)",
+	      status, d[0], a[0], b[0]);
+out:
+	pair_down(qa, qb, src, dst);
+	ib_dma_unmap_sg(dev, &sg_a, 1, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_sg(dev, &sg_b, 1, DMA_BIDIRECTIONAL);
+	ib_dma_unmap_sg(dev, &sg_dst, 1, DMA_BIDIRECTIONAL);
+out_cq:
+	ib_destroy_cq(cq);
+out_pages:
+	if (pa)
+		__free_page(pa);
+	if (pb)
+		__free_page(pb);
+	if (pd_)
+		__free_page(pd_);
 }
 
 /*
@@ -653,6 +768,8 @@ static int kverbs_add(struct ib_device *dev)
 	}
 	if (modify) {
 		check_modify_device(dev);
+	} else if (remap) {
+		check_remap(pd);
 	} else if (traffic) {
 		check_read_inv(pd);
 	} else {

@@ -37,7 +37,7 @@ use kernel::prelude::*;
 
 /// Where a built packet goes.
 enum Route {
-    /// To the device itself, received as arrived on the source GID's VLAN, if any.
+    /// To the device itself, received as arrived on the destination GID's VLAN, if any.
     Local { vlan_id: Option<u16> },
     /// Out of the netdev numbered `oif`: the device's own, or a VLAN device on it
     /// whose GID is the source.
