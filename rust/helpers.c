@@ -213,28 +213,6 @@ bool rxe_rs_gid_of_netdev(struct ib_device *dev, u32 port, const u8 *gid,
 }
 
 /*
- * Whether gid is a RoCE v2 GID of the device (of any of its netdevs): -2 if not, else the
- * VLAN ID of its netdev, or -1 if that is not a VLAN device. Any context.
- */
-int rxe_rs_own_gid_vlan(struct ib_device *dev, const u8 *gid)
-{
-	const struct ib_gid_attr *attr;
-	struct net_device *ndev;
-	int vlan_id = -1;
-
-	attr = rdma_find_gid(dev, (const union ib_gid *)gid, IB_GID_TYPE_ROCE_UDP_ENCAP, NULL);
-	if (IS_ERR(attr))
-		return -2;
-	rcu_read_lock();
-	ndev = rdma_read_gid_attr_ndev_rcu(attr);
-	if (!IS_ERR(ndev))
-		vlan_id = rxe_rs_vlan_id(ndev);
-	rcu_read_unlock();
-	rdma_put_gid_attr(attr);
-	return vlan_id;
-}
-
-/*
  * The ifindex of the netdev a GID entry belongs to, 0 if it has none (any more), -1 if it
  * is a VLAN device in another namespace than its real netdev (whose namespace packets
  * are routed in); in *vlan_id that netdev's VLAN ID if it is an 802.1Q VLAN device,
@@ -260,6 +238,23 @@ int rxe_rs_gid_attr_ndev(const struct ib_gid_attr *attr, int *vlan_id)
 	}
 	rcu_read_unlock();
 	return ifindex;
+}
+
+/*
+ * Whether gid is a RoCE v2 GID of the device (of any of its netdevs): -2 if not, else the
+ * VLAN ID of its netdev as rxe_rs_gid_attr_ndev() gives it, or -1 for none. Any context.
+ */
+int rxe_rs_own_gid_vlan(struct ib_device *dev, const u8 *gid)
+{
+	const struct ib_gid_attr *attr;
+	int vlan_id;
+
+	attr = rdma_find_gid(dev, (const union ib_gid *)gid, IB_GID_TYPE_ROCE_UDP_ENCAP, NULL);
+	if (IS_ERR(attr))
+		return -2;
+	rxe_rs_gid_attr_ndev(attr, &vlan_id);
+	rdma_put_gid_attr(attr);
+	return vlan_id;
 }
 
 struct ib_umem *rxe_rs_umem_get(struct ib_device *dev, unsigned long addr, size_t size,

@@ -293,6 +293,13 @@ t_iova_local() { iova_cases gather_cross gather_at write_gather_cross scatter_cr
 # of a type 2 window through a QP it is not bound to, random key bytes; receive WQEs
 # that end with a completion: a malformed one (RC, UD), a READ whose MR is deregistered
 # while its responses go.
+# veth_link: a veth pair into a new peer namespace tpeer, 10.9.0.1 on tveth0 here and
+# 10.9.0.2 on tveth1 there, both up.
+veth_link() {
+	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
+	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
+	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up
+}
 is() { with_dev && "$IS" "$DEV" "$1"; }
 t_isol_mw_bind() { is mw_bind_other_pd; }
 t_isol_ud_ah() { is ud_other_ah; }
@@ -325,9 +332,7 @@ t_isol_read_dereg() { is read_dereg; }
 isol_field() { sed -n "s/^ready.* $1=\([0-9]*\).*/\1/p" /tmp/isol.out; }
 t_isol_live() {
 	rm -f /tmp/isol_go
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
 	ISOL_GO=/tmp/isol_go timeout 120 "$IS" "$DEV" live > /tmp/isol.out 2>&1 &
 	ipid=$!
@@ -741,14 +746,16 @@ t_gsi_qp1() {
 }
 # Kernel consumers' verbs (selftests/kverbs): the module runs its checks when loaded and
 # fails to load if one failed; its log lines say which.
-t_kernel_verbs() {
-	with_dev || return 1
+# kverbs [PARAM=VALUE...]: loads kverbs_test on $DEV with PARAMs, which runs its checks
+# as it loads; shows its log lines but the passed checks, and unloads it.
+kverbs() {
 	dmesg -C
-	insmod "$HOST/kverbs_test.ko" dev="$DEV"; rc=$?
+	insmod "$HOST/kverbs_test.ko" dev="$DEV" "$@"; rc=$?
 	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
 	[ $rc = 0 ] || return 1
 	rmmod kverbs_test
 }
+t_kernel_verbs() { with_dev && kverbs; }
 # modify_device: root writes the node description through sysfs and reads it back; a
 # kernel caller (kverbs_test modify=1) sets the system image GUID, which processes then
 # see (ibv_devinfo).
@@ -757,11 +764,7 @@ t_modify_device() {
 	with_dev || return 1
 	printf 'node of %s' "$DRIVER" > "$f" || return 1
 	[ "$(cat "$f")" = "node of $DRIVER" ] || { echo "node_desc reads back '$(cat "$f")'"; return 1; }
-	dmesg -C
-	insmod "$HOST/kverbs_test.ko" dev="$DEV" modify=1; rc=$?
-	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
-	[ $rc = 0 ] || return 1
-	rmmod kverbs_test
+	kverbs modify=1 || return 1
 	ibv_devinfo -v -d "$DEV" | grep sys_image_guid
 	ibv_devinfo -v -d "$DEV" | grep -q 'sys_image_guid:[[:space:]]*0123:4567:89ab:cdef'
 }
@@ -786,25 +789,11 @@ t_odp_pyverbs() {
 # The same module with traffic=1: two RC QPs of the device connected to each other, REG_MR
 # (the source MR's address changed after ib_map_mr_sg(), as NFS over RDMA does) and an
 # RDMA READ with invalidate, after which the invalidated key must open nothing.
-t_kernel_read_inv() {
-	with_dev || return 1
-	dmesg -C
-	insmod "$HOST/kverbs_test.ko" dev="$DEV" traffic=1; rc=$?
-	dmesg | grep -o 'kverbs_test: .*' | grep -v ': ok '
-	[ $rc = 0 ] || return 1
-	rmmod kverbs_test
-}
+t_kernel_read_inv() { with_dev && kverbs traffic=1; }
 # The same module with remap=1: a fast-registration MR mapped again after its REG_MR
 # (iSER does so before the LOCAL_INV ahead of the next REG_MR) still opens only the page
 # it was registered with to a peer's READ through its key.
-t_kernel_remap() {
-	with_dev || return 1
-	dmesg -C
-	insmod "$HOST/kverbs_test.ko" dev="$DEV" remap=1; rc=$?
-	dmesg | grep -o 'kverbs_test: .*'
-	[ $rc = 0 ] || return 1
-	rmmod kverbs_test
-}
+t_kernel_remap() { with_dev && kverbs remap=1; }
 # Unreclaimable slab in kB, and the reference counts of the RDMA modules.
 slab_kb() { awk '/^SUnreclaim:/ { print $2 }' /proc/meminfo; }
 # Frees what can be freed before slab is measured: caches, and each slab cache's empty
@@ -1564,9 +1553,7 @@ t_netdev_removed() {
 # also counts each kind where `rdma statistic` shows it.
 counter() { rdma statistic show link "${2:-$DEV}/1" | tr ' ' '\n' | awk -v c="$1" 'p { print; exit } $0 == c { p = 1 }'; }
 t_hostile_packets() {
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
 	ip netns exec tpeer python3 "$HOST/roce_send.py" 10.9.0.2 10.9.0.1 20 || return 1
 	sleep 1
@@ -1600,9 +1587,7 @@ live_delta() {
 live_field() { sed -n "s/^ready.* $1=\([0-9]*\).*/\1/p" /tmp/live.out; }
 t_hostile_live() {
 	rm -f /tmp/live_go
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
 	timeout 180 python3 "$HOST/live_qps.py" "$DEV" 10.9.0.1 /tmp/live_go > /tmp/live.out 2>&1 &
 	lpid=$!
@@ -1649,9 +1634,7 @@ t_hostile_live() {
 # its socket on UDP port 4791.
 PQ=/tmp/pq
 peer_net() {
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 && wait_for port_state PORT_ACTIVE || return 1
 }
 # peer_start MODE [GO_TIMEOUT [LIFETIME]]: peer_qps.py MODE in the background (killed
@@ -1859,9 +1842,7 @@ end_race() { grep -q "^$NETEM_ITERS iters in" "$1" && grep -q 'retry counter exc
 # on tveth1 there, a device on each end ($DEV and tdevp); sets i0 and i1 to their IPv4
 # GID indexes.
 veth_pair() {
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 || return 1
 	ip netns exec tpeer rdma link add tdevp type "$DRIVER" netdev tveth1 || return 1
 	wait_for port_state PORT_ACTIVE || return 1
@@ -2116,9 +2097,7 @@ t_netns_exclusive() {
 	wait_for rdma system set netns exclusive || { echo "cannot make namespaces exclusive"; return 1; }
 	touch /tmp/netns_exclusive
 	ip netns attach tinit 1 || return 1
-	ip netns add tpeer && ip link add tveth0 type veth peer name tveth1 netns tpeer || return 1
-	ip addr add 10.9.0.1/24 dev tveth0 && ip link set tveth0 up || return 1
-	ip -n tpeer addr add 10.9.0.2/24 dev tveth1 && ip -n tpeer link set tveth1 up || return 1
+	veth_link || return 1
 	add "$DEV" tveth0 && ip netns exec tpeer rdma link add tdevp type "$DRIVER" netdev tveth1 || return 1
 	if ! in_ns tpeer tdevp; then
 		[ "$DRIVER" = rxe ] && { echo "rxe: a device added in a namespace is in the initial one"; return 4; }
