@@ -57,10 +57,10 @@ bad=0
 grc=$(cat "$out/guest.rc" 2>/dev/null || echo 125)
 tr -d '\r' < "$out/console.log" | grep -E '^(not )?ok |^#   (seed|verbs_fuzz:|proc [0-9]+ \(|all processes|killing|deleting|rdma link delete|HANG|STALL|[a-z_0-9]+ +N up to|refcnt)' || true
 for t in verbs_fuzz fault_injection_create_verbs; do
-	tr -d '\r' < "$out/console.log" | grep -qE "^ok [0-9]+ $t\$" || { echo "$t: not ok (or skipped)"; bad=1; }
+	tr -d '\r' < "$out/console.log" | matches "^ok [0-9]+ $t\$" || { echo "$t: not ok (or skipped)"; bad=1; }
 done
 reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|ODEBUG|soft lockup|rcu.*stall|blocked for more than' "$out/console.log" || true)
-[ -z "$reports" ] || { echo "$reports" | head -n 40; bad=1; }
+[ -z "$reports" ] || { echo "$reports" | take 40; bad=1; }
 if [ -s "$share/kmemleak.txt" ]; then head -n 40 "$share/kmemleak.txt"; bad=1; fi
 grep -q '^sanitizer: kmemleak scanned' "$out/console.log" || { echo "kmemleak did not scan"; bad=1; }
 grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null || { echo "lockdep turned itself off"; bad=1; }

@@ -10,6 +10,14 @@ KDEB_VERSION=7.2.13-1
 TOOLS_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 TOP_DIR=$(cd "$TOOLS_DIR/.." && pwd)
 
+# Filters for pipelines under `set -o pipefail`. Both read all of their input: `head`
+# and `grep -q` stop early, and the writer then dies of SIGPIPE, which pipefail turns
+# into the pipeline's status (exit 141 of a whole check, or a match reported missing).
+# take N: the first N lines of standard input.
+take() { awk -v n="$1" 'NR <= n'; }
+# matches ERE: whether a line of standard input matches the extended regular expression.
+matches() { re=$1 awk '$0 ~ ENVIRON["re"] { found = 1 } END { exit !found }'; }
+
 # Every heavy artefact lives here, outside the checkout.
 RXE_RS_CACHE=${RXE_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rxe_rs}
 export RXE_RS_CACHE

@@ -24,9 +24,9 @@ stage_end
 
 bad=0
 tr -d '\r' < "$out/console.log" | grep -E '^(not )?ok |^#   (refcnt|[0-9]+ rounds)' || true
-tr -d '\r' < "$out/console.log" | grep -qE '^ok [0-9]+ every_object_loop' || bad=1
+tr -d '\r' < "$out/console.log" | matches '^ok [0-9]+ every_object_loop' || bad=1
 reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|ODEBUG' "$out/console.log" || true)
-[ -z "$reports" ] || { echo "$reports" | head -n 40; bad=1; }
+[ -z "$reports" ] || { echo "$reports" | take 40; bad=1; }
 if [ -s "$share/kmemleak.txt" ]; then head -n 40 "$share/kmemleak.txt"; bad=1; fi
 grep -q '^sanitizer: kmemleak scanned' "$out/console.log" || { echo "kmemleak did not scan"; bad=1; }
 grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null || { echo "lockdep turned itself off"; bad=1; }
