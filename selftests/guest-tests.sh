@@ -578,7 +578,8 @@ odp_stall_end() {
 }
 # Bounded work per context (hostile_budget.c says what each check asserts): two threads
 # post to one QP without pause (UD sends, UC writes, RC memory window binds and
-# invalidations) and no ibv_post_send call stays long in the kernel; one 256 MiB RDMA
+# invalidations) and no ibv_post_send call stays long in the kernel; window binds behind
+# a SEND that is never answered start at most a run's budget ahead; one 256 MiB RDMA
 # READ completes with its data while a ping-pong on the device goes on and no CPU
 # stalls. Around each run, the kernel log must show no stall detector firing (see
 # stall_short). The feeders fill the ring before RTS, and rxe logs "qp not ready to
@@ -656,6 +657,7 @@ hb() {
 t_budget_feed_ud() { hb feed_ud; }
 t_budget_feed_uc() { hb feed_uc; }
 t_budget_feed_rc_local() { hb feed_rc_local; }
+t_budget_local_ops_behind_send() { hb local_ops_behind_send; }
 t_budget_big_read() { hb big_read; }
 # The verbs fuzzer (verbs_fuzz.c says what it drives and asserts): FUZZ_PROCS processes
 # (3) run random verbs for FUZZ_SECONDS (60) on a device on each end of a veth pair into
@@ -2400,6 +2402,7 @@ run odp_stale_fault_after_reset t_odp_reset_stale
 run budget_feeder_ud_post_send t_budget_feed_ud
 run budget_feeder_uc_post_send t_budget_feed_uc
 run budget_feeder_rc_local_ops_post_send t_budget_feed_rc_local
+run budget_local_ops_behind_unanswered_send t_budget_local_ops_behind_send
 run budget_big_read_device_responsive t_budget_big_read
 run verbs_fuzz t_verbs_fuzz
 run fault_injection_create_verbs t_failslab

@@ -46,6 +46,8 @@
  * a busy host under TCG, is no stall of one CPU). Only a CPU in a context that cannot be
  * preempted (a bottom half, a section with preemption off) keeps its ticker from running.
  *
+ * local_ops_behind_send: window binds behind a SEND nobody answers (see its function).
+ *
  * The stall detectors' verdict (kernel log) is checked by guest-tests.sh around each
  * run. Every loop here is bounded in count and time; an alarm ends the process if a
  * call never returns.
@@ -1046,11 +1048,229 @@ static int check_big_read(struct ibv_context *ctx)
 	return ret;
 }
 
+/* ---- Local operations behind an unanswered SEND ---- */
+
+enum { BEHIND = 600, PROBE = 8 };
+
+/* RESET to INIT: a connected QP in INIT drops what arrives for it, unanswered. */
+static int qp_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_READ };
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			     IBV_QP_ACCESS_FLAGS) ? -1 : 0;
+}
+
+/* INIT to RTR, connected to the QP numbered dest. */
+static int qp_connect(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid, int gid_index)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
+		.rq_psn = 0x1000, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 64 } },
+	};
+
+	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			     IBV_QP_MIN_RNR_TIMER) ? -1 : 0;
+}
+
+/*
+ * Two RC QPs connected to each other: one READs through a window, the other answers.
+ * A responder that refuses a key moves its QP to the error state, and the requester's
+ * QP too once the NAK arrives; reset() connects both again.
+ */
+struct prober {
+	struct ibv_qp *qp, *target;
+	struct ibv_cq *cq;
+	struct ibv_mr *into;
+	const union ibv_gid *gid;
+	int gid_index;
+};
+
+static int prober_reset(struct prober *p)
+{
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+
+	return ibv_modify_qp(p->qp, &reset, IBV_QP_STATE) ||
+	       ibv_modify_qp(p->target, &reset, IBV_QP_STATE) ||
+	       qp_init(p->qp) || qp_init(p->target) ||
+	       qp_connect(p->qp, p->target->qp_num, p->gid, p->gid_index) ||
+	       qp_connect(p->target, p->qp->qp_num, p->gid, p->gid_index) ||
+	       qp_rts(p->qp) || qp_rts(p->target) ? -1 : 0;
+}
+
+/*
+ * Whether a peer may read through window mw now: 1 (PROBE bytes read), 0 (refused with
+ * REM_ACCESS_ERR; the pair is connected again), -1 anything else.
+ */
+static int readable(struct prober *p, struct ibv_mw *mw, uint64_t addr)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)p->into->addr, .length = PROBE,
+			       .lkey = p->into->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = addr, .rkey = mw->rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if ((errno = ibv_post_send(p->qp, &wr, &bad))) {
+		fprintf(stderr, "the prober's ibv_post_send: %s\n", strerror(errno));
+		return -1;
+	}
+	if (wait_cq(p->cq, 1, now() + 10, &wc, 1000) != 1) {
+		fprintf(stderr, "the prober's READ did not complete within 10 s\n");
+		return -1;
+	}
+	if (wc.status == IBV_WC_SUCCESS)
+		return 1;
+	if (wc.status != IBV_WC_REM_ACCESS_ERR) {
+		fprintf(stderr, "the prober's READ: %s\n", ibv_wc_status_str(wc.status));
+		return -1;
+	}
+	if (prober_reset(p)) {
+		fprintf(stderr, "the prober back to RTS: %s\n", strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * local_ops_behind_send: an RC QP sends one SEND to a QP that stays in INIT (no answer,
+ * and its acknowledgement timeout is about 2 s with 7 retries), then BEHIND type 1
+ * window binds. Binds take no PSN, so the window of unacknowledged PSNs does not hold
+ * them back; the bound on WQEs started and not complete (a run's budget, 256) must. A
+ * bind takes effect when the requester starts it: while the SEND waits, a binary
+ * search over RDMA READs through the windows (a prefix is bound, the binds start in
+ * order) finds how many. Asserts: at least one and at most 256 took effect while the
+ * SEND waited; once the peer goes to RTR with a receive posted, the SEND's retry is
+ * answered, all BEHIND + 1 complete in order and successfully, and the last window is
+ * readable.
+ */
+static int check_local_ops_behind_send(struct ibv_context *ctx)
+{
+	struct ibv_qp *sender = NULL, *peer = NULL;
+	struct ibv_mw *mw[BEHIND] = { 0 };
+	struct ibv_cq *cq = NULL, *rcq = NULL;
+	struct ibv_mr *mr = NULL;
+	struct ibv_pd *pd = NULL;
+	struct ibv_qp_attr a;
+	struct ibv_wc *wc;
+	union ibv_gid gid;
+	int gid_index = own_gid(ctx, &gid), lo = 0, hi = BEHIND, ret = 0;
+	struct prober p = { .gid = &gid, .gid_index = gid_index };
+	static char buf[4096], dst[4096];
+
+	arm_alarm(120);
+	if (gid_index < 0)
+		FAIL("no RoCE v2 GID for 10.0.2.15");
+	if (!(wc = calloc(BEHIND + 1, sizeof(*wc))))
+		FAIL("no memory");
+	if (!(pd = ibv_alloc_pd(ctx)) ||
+	    !(cq = ibv_create_cq(ctx, BEHIND + 8, NULL, NULL, 0)) ||
+	    !(p.cq = ibv_create_cq(ctx, 8, NULL, NULL, 0)) ||
+	    !(rcq = ibv_create_cq(ctx, 8, NULL, NULL, 0)) ||
+	    !(mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE |
+			      IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND)) ||
+	    !(p.into = ibv_reg_mr(pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(sender = make_qp(pd, cq, cq, IBV_QPT_RC, BEHIND + 8, 1)) ||
+	    !(peer = make_qp(pd, rcq, rcq, IBV_QPT_RC, 1, 1)) ||
+	    !(p.qp = make_qp(pd, p.cq, p.cq, IBV_QPT_RC, 1, 1)) ||
+	    !(p.target = make_qp(pd, p.cq, p.cq, IBV_QPT_RC, 1, 1)) ||
+	    prober_reset(&p) || qp_init(peer) || qp_init(sender) ||
+	    qp_connect(sender, peer->qp_num, &gid, gid_index))
+		FAIL("setup: %s", strerror(errno));
+	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTS, .sq_psn = 0x1000, .timeout = 19,
+				  .retry_cnt = 7, .rnr_retry = 7, .max_rd_atomic = 1 };
+	if (ibv_modify_qp(sender, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			  IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC))
+		FAIL("sender to RTS: %s", strerror(errno));
+	for (int i = 0; i < BEHIND; i++)
+		if (!(mw[i] = ibv_alloc_mw(pd, IBV_MW_TYPE_1)))
+			FAIL("ibv_alloc_mw: %s", strerror(errno));
+
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	struct ibv_send_wr send = { .wr_id = BEHIND, .sg_list = &sge, .num_sge = 1,
+				    .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	if (ibv_post_send(sender, &send, &bad))
+		FAIL("ibv_post_send SEND: %s", strerror(errno));
+	for (int i = 0; i < BEHIND; i++) {
+		struct ibv_mw_bind bind = {
+			.wr_id = i, .send_flags = IBV_SEND_SIGNALED,
+			.bind_info = { .mr = mr, .addr = (uintptr_t)buf, .length = sizeof(buf),
+				       .mw_access_flags = IBV_ACCESS_REMOTE_READ },
+		};
+
+		if (ibv_bind_mw(sender, mw[i], &bind))
+			FAIL("ibv_bind_mw %d: %s", i, strerror(errno));
+	}
+	/* Time for the requester to start what it will, well within the first timeout. */
+	usleep(300 * 1000);
+	/* The first window not bound yet: in [lo, hi]. */
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, r = readable(&p, mw[mid], (uintptr_t)buf);
+
+		if (r < 0)
+			FAIL("a READ through window %d failed (above)", mid);
+		if (r)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	fprintf(stderr, "while the SEND waited, %d of %d window binds behind it took effect\n",
+		lo, BEHIND);
+	if (lo < 1 || lo > 256) {
+		fprintf(stderr, "want at least 1 and at most 256 (a run's budget of WQEs started "
+			"and not complete)\n");
+		ret = 1;
+	}
+	/* The peer answers the SEND's next retry. */
+	struct ibv_recv_wr recv = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+
+	if (ibv_post_recv(peer, &recv, &rbad) ||
+	    qp_connect(peer, sender->qp_num, &gid, gid_index))
+		FAIL("peer to RTR: %s", strerror(errno));
+	int got = wait_cq(cq, BEHIND + 1, now() + 60, wc, 10000);
+
+	if (got != BEHIND + 1)
+		FAIL("%d of %d completions within 60 s of the peer's RTR", got, BEHIND + 1);
+	for (int i = 0; i <= BEHIND; i++)
+		if (wc[i].status != IBV_WC_SUCCESS && wc[i].status != IBV_WC_WR_FLUSH_ERR) {
+			fprintf(stderr, "completion %d: wr_id %llu %s, the first error not a flush\n",
+				i, (unsigned long long)wc[i].wr_id,
+				ibv_wc_status_str(wc[i].status));
+			break;
+		}
+	for (int i = 0; i <= BEHIND; i++) {
+		uint64_t want = i ? (uint64_t)i - 1 : BEHIND;
+
+		if (wc[i].status != IBV_WC_SUCCESS || wc[i].wr_id != want)
+			FAIL("completion %d: wr_id %llu status %s, want %llu success", i,
+			     (unsigned long long)wc[i].wr_id, ibv_wc_status_str(wc[i].status),
+			     (unsigned long long)want);
+	}
+	if (readable(&p, mw[BEHIND - 1], (uintptr_t)buf) != 1)
+		FAIL("the last window is not readable after every bind completed");
+	for (int i = 0; i < BEHIND; i++)
+		if (ibv_dealloc_mw(mw[i]))
+			FAIL("ibv_dealloc_mw: %s", strerror(errno));
+	if (ibv_destroy_qp(sender) || ibv_destroy_qp(peer) || ibv_destroy_qp(p.qp) ||
+	    ibv_destroy_qp(p.target) || ibv_dereg_mr(mr) || ibv_dereg_mr(p.into) ||
+	    ibv_destroy_cq(cq) || ibv_destroy_cq(p.cq) || ibv_destroy_cq(rcq) ||
+	    ibv_dealloc_pd(pd))
+		FAIL("teardown: %s", strerror(errno));
+	free(wc);
+	return ret;
+}
+
 static const struct check checks[] = {
 	{ "feed_ud", check_feed_ud },
 	{ "feed_uc", check_feed_uc },
 	{ "feed_rc_local", check_feed_rc_local },
 	{ "big_read", check_big_read },
+	{ "local_ops_behind_send", check_local_ops_behind_send },
 	{ NULL }
 };
 

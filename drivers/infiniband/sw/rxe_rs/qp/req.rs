@@ -398,10 +398,15 @@ fn start<'b>(
     buf: &'b mut [u8; MAX_SEND_WQE],
 ) -> ControlFlow<Step, (u32, SendWqe<'b>)> {
     let index = inner.req.next;
-    // Sending again after a NAK or a timeout: a local operation was carried
-    // out already.
-    if inner.req.record(index).local {
+    // Sending again after a NAK or a timeout: a local operation was carried out
+    // already. It completes here if the WQEs before it were acknowledged meanwhile:
+    // no acknowledgement will come for it.
+    let rec = inner.req.record(index);
+    if rec.local {
         inner.req.next = inner.sq.next_index(index);
+        if index == inner.sq.consumer() {
+            complete_head(dev, shared, inner, rec);
+        }
         return ControlFlow::Break(Step::Again);
     }
     // Stop while the window of unacknowledged PSNs is full, or while a run's budget
