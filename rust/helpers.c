@@ -305,6 +305,11 @@ size_t rxe_rs_umem_length(struct ib_umem *umem)
 	return umem->length;
 }
 
+bool rxe_rs_umem_writable(struct ib_umem *umem)
+{
+	return umem->writable;
+}
+
 void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t len)
 {
 	memcpy_to_page(page, off, src, len);

@@ -61,6 +61,7 @@ int rxe_rs_spin_trylock_irqsave(spinlock_t *lock, unsigned long *flags);
 size_t rxe_rs_umem_pages(struct ib_umem *umem, struct page **out, size_t max);
 size_t rxe_rs_umem_offset(struct ib_umem *umem);
 size_t rxe_rs_umem_length(struct ib_umem *umem);
+bool rxe_rs_umem_writable(struct ib_umem *umem);
 void rxe_rs_page_write(struct page *page, size_t off, const void *src, size_t len);
 void rxe_rs_page_read(struct page *page, size_t off, void *dst, size_t len);
 

@@ -106,6 +106,13 @@ impl Umem {
         self.len
     }
 
+    /// Whether the pages were pinned for writing: rights that write (see
+    /// [`AccessFlags::writes`]) need that.
+    pub(crate) fn writable(&self) -> bool {
+        // SAFETY: By the type invariant a live umem.
+        unsafe { bindings::rxe_rs_umem_writable(self.ptr.as_ptr()) }
+    }
+
     /// Calls `f` with (page, offset in it, range of the caller's buffer) for each piece
     /// of `len` bytes from byte `at` of the region; `EFAULT` if they are not all in it.
     fn pieces(
@@ -356,6 +363,19 @@ pub(crate) trait MrOps<T: Driver>: Sized + Send + Sync {
         build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
     }
 
+    /// A process moves its MR `mr` to the PD `pd` and/or gives it the rights `access`
+    /// (`ibv_rereg_mr()`), in place: the MR keeps its memory and keys. A new
+    /// translation (other memory) would need a new MR, which this abstraction does not
+    /// make: such a call fails with `EOPNOTSUPP` before it gets here.
+    fn rereg_user_mr(
+        _mr: &Mr<T>,
+        _pd: Option<PdId>,
+        _access: Option<AccessFlags>,
+        _user: &UserCall<'_, T>,
+    ) -> Result {
+        build_error!(kernel::error::VTABLE_DEFAULT_ERROR)
+    }
+
     /// A process advises the device to map the pages of on-demand MRs (`ibv_advise_mr()`)
     /// now; with `flush`, before the call returns.
     fn advise_mr(
@@ -498,6 +518,9 @@ pub(super) fn set_ops<T: Driver>(ops: &mut bindings::ib_device_ops) {
     if T::Mr::HAS_REG_USER_MR {
         ops.reg_user_mr = Some(reg_user_mr::<T>);
     }
+    if T::Mr::HAS_REREG_USER_MR {
+        ops.rereg_user_mr = Some(rereg_user_mr::<T>);
+    }
     ops.dereg_mr = Some(dereg_mr::<T>);
     if T::Mr::HAS_ADVISE_MR {
         ops.advise_mr = Some(advise_mr::<T>);
@@ -537,6 +560,48 @@ unsafe extern "C" fn reg_user_mr<T: Driver>(
         let access = AccessFlags::from_raw(access as u32).ok_or(EINVAL)?;
         let made = T::Mr::reg_user_mr(dev, PdId::of(pd), start, len, iova, access, &user)?;
         Mr::<T>::into_raw(made, iova, len)
+    })();
+    res.unwrap_or_else(|e| e.to_ptr())
+}
+
+/// Returns null (the MR was changed in place) or an error.
+///
+/// # Safety
+///
+/// Only for ib_core, through `struct ib_device_ops`, with the arguments that callback documents.
+unsafe extern "C" fn rereg_user_mr<T: Driver>(
+    mr: *mut bindings::ib_mr,
+    flags: c_int,
+    _start: u64,
+    _len: u64,
+    _iova: u64,
+    access: c_int,
+    pd: *mut bindings::ib_pd,
+    udata: *mut bindings::ib_udata,
+) -> *mut bindings::ib_mr {
+    let res = (|| {
+        let flags = flags as u32;
+        let (by_pd, by_access) = (
+            bindings::ib_mr_rereg_flags_IB_MR_REREG_PD,
+            bindings::ib_mr_rereg_flags_IB_MR_REREG_ACCESS,
+        );
+        if flags & !(by_pd | by_access) != 0 {
+            return Err(eopnotsupp());
+        }
+        // SAFETY: `udata` is null or the driver udata of a uverbs call on our device.
+        let user = unsafe { UserCall::from_udata(udata) }.ok_or(EINVAL)?;
+        let access = if flags & by_access != 0 {
+            Some(AccessFlags::from_raw(access as u32).ok_or(EINVAL)?)
+        } else {
+            None
+        };
+        // ib_core passes the MR's own PD when the PD does not change (and takes that
+        // flag back when it is the same one).
+        let pd = (flags & by_pd != 0).then(|| PdId::of(pd));
+        // SAFETY: ib_core calls this on a live MR of our device, with no other verb on it
+        // running (it holds the MR's object for writing).
+        T::Mr::rereg_user_mr(unsafe { Mr::<T>::from_raw(mr) }, pd, access, &user)?;
+        Ok(core::ptr::null_mut())
     })();
     res.unwrap_or_else(|e| e.to_ptr())
 }

@@ -289,6 +289,14 @@ impl AccessFlags {
         self.0 & !allowed.0 == 0
     }
 
+    /// Whether the rights let the memory be written (`ib_access_writable()`): a window
+    /// bound to it may grant remote writes, so binding counts.
+    pub(crate) fn writes(self) -> bool {
+        self.contains_any(
+            Access::LocalWrite | Access::RemoteWrite | Access::RemoteAtomic | Access::MwBind,
+        )
+    }
+
     /// The value as the kernel and user space pass it.
     pub(crate) fn bits(self) -> u32 {
         self.0

@@ -1710,6 +1710,159 @@ static int rc_connect(struct qp_env *e, struct ibv_qp *qp, struct ibv_qp *peer)
 }
 
 /*
+ * The status of an RDMA READ of 8 bytes at `addr` through `rkey` into `into`, by a new
+ * RC QP connected to another new one, which answers (a responder that refuses the key
+ * moves its QP to the error state, as the requester's once the NAK arrives); -1 if it
+ * could not run.
+ */
+static int read_status(struct qp_env *e, struct ibv_mr *into, uint64_t addr, uint32_t rkey)
+{
+	struct ibv_qp *qp = make_qp(e, IBV_QPT_RC, 4, 1), *peer = make_qp(e, IBV_QPT_RC, 4, 1);
+	struct ibv_sge sge = { .addr = (uintptr_t)into->addr, .length = 8, .lkey = into->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+				  .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = addr, .rkey = rkey } }, *bad;
+	struct ibv_wc wc;
+
+	if (!qp || !peer || to_state(e, qp, IBV_QPS_INIT) || to_state(e, peer, IBV_QPS_INIT) ||
+	    rc_connect(e, qp, peer) || rc_connect(e, peer, qp) ||
+	    ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "READ") ||
+	    ibv_destroy_qp(qp) || ibv_destroy_qp(peer))
+		return -1;
+	return wc.status;
+}
+
+/*
+ * Reregisters `mr` with `flags` (IBV_REREG_MR_CHANGE_*, which have the kernel's values)
+ * over its own memory: 0, with the keys the kernel answered in `mr`, or the errno.
+ * Through the command itself: librxe offers no ibv_rereg_mr() (ENOSYS), though rxe
+ * implements the verb.
+ */
+static int rereg(struct ibv_mr *mr, uint32_t flags, struct ibv_pd *pd, uint32_t access)
+{
+	struct ib_uverbs_rereg_mr_resp resp = { 0 };
+	struct {
+		struct ib_uverbs_cmd_hdr hdr;
+		struct ib_uverbs_rereg_mr cmd;
+	} c = {
+		.hdr = { .command = IB_USER_VERBS_CMD_REREG_MR, .in_words = sizeof(c) / 4,
+			 .out_words = sizeof(resp) / 4 },
+		.cmd = { .response = (uintptr_t)&resp, .mr_handle = mr->handle, .flags = flags,
+			 .start = (uintptr_t)mr->addr, .length = mr->length,
+			 .hca_va = (uintptr_t)mr->addr, .pd_handle = pd ? pd->handle : 0,
+			 .access_flags = access },
+	};
+
+	if (write(mr->context->cmd_fd, &c, sizeof(c)) != sizeof(c))
+		return errno;
+	mr->lkey = resp.lkey;
+	mr->rkey = resp.rkey;
+	return 0;
+}
+
+/*
+ * Reregistration of an MR's PD and rights, in place. An MR of another PD than the
+ * reading QP's is refused a READ; moved to the QP's PD it serves one (with the data,
+ * through the key the call returned), and its old PD can go though the MR stays; with
+ * remote read taken away it refuses the READ again, given back it serves it. An MR
+ * registered without local write (its pages pinned read-only) is refused writing
+ * rights with EACCES, and a new translation is refused with EOPNOTSUPP (neither driver
+ * offers it).
+ */
+static int check_mr_rereg(struct ibv_context *ctx)
+{
+	static uint64_t src[512] __attribute__((aligned(4096))), dst[512];
+	const int rd = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ;
+	struct ibv_mr *mr, *into, *ro;
+	struct ibv_pd *other;
+	struct qp_env e;
+	int st, ret;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	src[0] = 0x5eed5eed5eed5eedull;
+	if (!(other = ibv_alloc_pd(ctx)) || !(mr = ibv_reg_mr(other, src, sizeof(src), rd)) ||
+	    !(into = ibv_reg_mr(e.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(ro = ibv_reg_mr(e.pd, src, sizeof(src), IBV_ACCESS_REMOTE_READ)))
+		FAIL("setup: %s", strerror(errno));
+	if ((st = read_status(&e, into, (uintptr_t)src, mr->rkey)) != IBV_WC_REM_ACCESS_ERR)
+		FAIL("READ through another PD's MR: %d, want REM_ACCESS_ERR", st);
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_PD, e.pd, 0)))
+		FAIL("rereg to the QP's PD: %s", strerror(ret));
+	if ((st = read_status(&e, into, (uintptr_t)src, mr->rkey)) != IBV_WC_SUCCESS ||
+	    dst[0] != src[0])
+		FAIL("READ after the move: %d, data %#llx", st, (unsigned long long)dst[0]);
+	if (ibv_dealloc_pd(other))
+		FAIL("the MR's old PD did not go: %s", strerror(errno));
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, IBV_ACCESS_LOCAL_WRITE)))
+		FAIL("rereg to local write only: %s", strerror(ret));
+	if ((st = read_status(&e, into, (uintptr_t)src, mr->rkey)) != IBV_WC_REM_ACCESS_ERR)
+		FAIL("READ without remote read: %d, want REM_ACCESS_ERR", st);
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, rd)))
+		FAIL("rereg back to remote read: %s", strerror(ret));
+	dst[0] = 0;
+	if ((st = read_status(&e, into, (uintptr_t)src, mr->rkey)) != IBV_WC_SUCCESS ||
+	    dst[0] != src[0])
+		FAIL("READ with remote read again: %d, data %#llx", st,
+		     (unsigned long long)dst[0]);
+	if ((ret = rereg(ro, IBV_REREG_MR_CHANGE_ACCESS, NULL, rd)) != EACCES)
+		FAIL("local write for read-only pages: %s, want EACCES", strerror(ret));
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, 0)) != EOPNOTSUPP)
+		FAIL("a new translation: %s, want EOPNOTSUPP", strerror(ret));
+	if (ibv_dereg_mr(mr) || ibv_dereg_mr(into) || ibv_dereg_mr(ro))
+		FAIL("ibv_dereg_mr: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * An MR with a window bound to it keeps its PD and rights: the window was bound within
+ * that PD, to those rights, and a move would let a window of one PD open memory of
+ * another. Reregistration is refused with EBUSY, and the window still serves a READ;
+ * once the window is gone, the same call succeeds.
+ */
+static int check_mr_rereg_window(struct ibv_context *ctx)
+{
+	static uint64_t src[512] __attribute__((aligned(4096))), dst[512];
+	const int rd = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+	struct ibv_mw_bind bind = { .send_flags = IBV_SEND_SIGNALED,
+				    .bind_info = { .addr = (uintptr_t)src, .length = sizeof(src),
+						   .mw_access_flags = IBV_ACCESS_REMOTE_READ } };
+	struct ibv_mr *mr, *into;
+	struct ibv_pd *other;
+	struct ibv_qp *qp;
+	struct ibv_mw *mw;
+	struct ibv_wc wc;
+	struct qp_env e;
+	int st, ret;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	src[0] = 0x600d600d600d600dull;
+	if (!(other = ibv_alloc_pd(ctx)) || !(mr = ibv_reg_mr(e.pd, src, sizeof(src), rd)) ||
+	    !(into = ibv_reg_mr(e.pd, dst, sizeof(dst), IBV_ACCESS_LOCAL_WRITE)) ||
+	    !(mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_1)) || !(qp = rc_loop(&e)))
+		FAIL("setup: %s", strerror(errno));
+	bind.bind_info.mr = mr;
+	if (ibv_bind_mw(qp, mw, &bind) || one_completion(e.scq, &wc, "bind") ||
+	    wc.status != IBV_WC_SUCCESS)
+		FAIL("ibv_bind_mw: %s", errno ? strerror(errno) : ibv_wc_status_str(wc.status));
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_PD, other, 0)) != EBUSY)
+		FAIL("rereg of the PD with a window bound: %s, want EBUSY", strerror(ret));
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, IBV_ACCESS_LOCAL_WRITE)) != EBUSY)
+		FAIL("rereg of the rights with a window bound: %s, want EBUSY", strerror(ret));
+	if ((st = read_status(&e, into, (uintptr_t)src, mw->rkey)) != IBV_WC_SUCCESS ||
+	    dst[0] != src[0])
+		FAIL("READ through the window: %d, data %#llx", st, (unsigned long long)dst[0]);
+	if (ibv_destroy_qp(qp) || ibv_dealloc_mw(mw))
+		FAIL("teardown of the window: %s", strerror(errno));
+	if ((ret = rereg(mr, IBV_REREG_MR_CHANGE_PD, other, 0)))
+		FAIL("rereg of the PD without a window: %s", strerror(ret));
+	if (ibv_dereg_mr(mr) || ibv_dereg_mr(into) || ibv_dealloc_pd(other))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
  * A receiver that destroys its QP (or moves it to ERR) as soon as it has polled a
  * message's receive completion has received that message: the sender's SEND completes
  * successfully, not with RETRY_EXC_ERR after retries the receiver no longer answers.
@@ -2916,6 +3069,8 @@ static const struct check checks[] = {
 	{ "ud_too_long_srq", check_ud_too_long_srq },
 	{ "recv_in_err_flushed", check_recv_in_err_flushed },
 	{ "mw_zero_based", check_mw_zero_based },
+	{ "mr_rereg", check_mr_rereg },
+	{ "mr_rereg_window", check_mr_rereg_window },
 	{ "limits_creatable", check_limits_creatable },
 	{ "send_before_rts_refused", check_send_before_rts_refused },
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },

@@ -218,6 +218,14 @@ impl OdpUmem {
         self.len
     }
 
+    /// Whether the region may be mapped for writing (as [`Umem::writable`]).
+    ///
+    /// [`Umem::writable`]: crate::ib::mr::Umem::writable
+    pub(crate) fn writable(&self) -> bool {
+        // SAFETY: By the type invariant a live umem.
+        unsafe { bindings::rxe_rs_odp_writable(self.ptr.as_ptr()) }
+    }
+
     /// Maps the pages of `len` bytes from byte `at` of the region (for writing if
     /// `write` and the region is writable); with `fault`, faulting them in. May sleep.
     pub(crate) fn map(&self, at: usize, len: usize, write: bool, fault: bool) -> Result {

@@ -10,9 +10,9 @@
 //! for the next one with the same index and no key can be guessed from another.
 //!
 //! The data path finds memory by key ([`local`], [`remote`]): the entry holds what a
-//! packet or a work request needs (key, PD, the memory) and, under its lock, what the
-//! key opens now (valid or not, access rights, address range, for a window the MR it
-//! is bound to). A lookup hands out a [`Region`] holding a reference to the MR, so
+//! packet or a work request needs (key, the memory) and, under its lock, what the key
+//! opens now and to which PD (valid or not, access rights, address range, for a window
+//! the MR it is bound to). A lookup hands out a [`Region`] holding a reference to the MR, so
 //! memory stays pinned while a copy to or from it runs even if the MR is deregistered
 //! meanwhile.
 //!
@@ -96,11 +96,14 @@ enum Memory {
     Window { type2: bool },
 }
 
-/// What a key opens now. User and DMA MRs keep what they were registered with; a
-/// fast-registration MR changes with REG_MR and invalidation, a window with binding
-/// and invalidation.
+/// What a key opens now, and to which PD. User and DMA MRs keep what they were
+/// registered with (but for a user MR's PD and rights, which `ibv_rereg_mr()` may
+/// change); a fast-registration MR changes with REG_MR and invalidation, a window with
+/// binding and invalidation.
 #[derive(Clone, Default)]
 struct Binding {
+    /// The PD of the QPs the key serves.
+    pd: PdId,
     /// Whether the key may be used at all (an MR registered, a window bound or of
     /// type 1).
     valid: bool,
@@ -128,7 +131,6 @@ pub(crate) struct KeyEntry {
     /// The whole key, set once the index is known and changed (its low byte) by REG_MR
     /// and binding, under `state`'s lock.
     key: Atomic<u32>,
-    pd: PdId,
     memory: Memory,
     /// Order: a window's lock before its MR's.
     #[pin]
@@ -386,7 +388,7 @@ impl KeyEntry {
         let (base, length, mapping) = {
             let b = self.state.lock();
             if self.key.load(Relaxed) != key
-                || self.pd != pd
+                || b.pd != pd
                 || !b.valid
                 || b.dying
                 || !b.access.contains_all(need)
@@ -440,7 +442,7 @@ pub(crate) fn remote(
         let b = w.state.lock();
         let type2 = matches!(w.memory, Memory::Window { type2: true });
         if w.key.load(Relaxed) != rkey
-            || w.pd != pd
+            || b.pd != pd
             || !b.valid
             || (type2 && b.qpn != qpn)
             || !b.access.contains_all(need)
@@ -458,9 +460,13 @@ pub(crate) fn remote(
         };
         (mr, b.iova, b.length, origin)
     };
-    // A bound MR cannot be invalidated or deregistered: its range is as it was bound.
+    // A bound MR cannot be invalidated, deregistered or moved to another PD: its
+    // range is as it was bound (its PD is checked all the same).
     let (base, mapping) = {
         let b = mr.state.lock();
+        if b.pd != pd {
+            return Err(AccessError::Key);
+        }
         (b.iova, b.mapping)
     };
     Ok(Region {
@@ -501,15 +507,12 @@ pub(crate) fn register(dev: &Device<RxeRs>, r: &RegWr, pd: PdId) -> Result<(), O
     let access = AccessFlags::from_raw(raw_access)
         .filter(|a| a.within(MR_ACCESS) && !a.contains(Access::OnDemand))
         .ok_or(OpError)?;
-    if e.pd != pd {
-        return Err(OpError);
-    }
     let (mapping, length) = pages.mapping();
     if !addressable(iova, length) {
         return Err(OpError);
     }
     let mut b = e.state.lock();
-    if b.valid || b.dying {
+    if b.pd != pd || b.valid || b.dying {
         return Err(OpError);
     }
     e.key.store(key, Relaxed);
@@ -530,7 +533,7 @@ pub(crate) fn invalidate(dev: &Device<RxeRs>, key: u32, pd: PdId, qpn: u32) -> R
         let mr = {
             let mut b = w.state.lock();
             if w.key.load(Relaxed) != key
-                || w.pd != pd
+                || b.pd != pd
                 || !b.valid
                 || b.qpn != qpn
                 || !matches!(w.memory, Memory::Window { type2: true })
@@ -538,7 +541,10 @@ pub(crate) fn invalidate(dev: &Device<RxeRs>, key: u32, pd: PdId, qpn: u32) -> R
                 return Err(OpError);
             }
             let mr = b.mr.take();
-            *b = Binding::default();
+            *b = Binding {
+                pd,
+                ..Default::default()
+            };
             if let Some(mr) = &mr {
                 // From here on the MR may be deregistered, while this reference is
                 // still held: its deregistration waits for this section.
@@ -554,7 +560,7 @@ pub(crate) fn invalidate(dev: &Device<RxeRs>, key: u32, pd: PdId, qpn: u32) -> R
     let e = dev.mr_table.get(key >> 8).ok_or(OpError)?;
     let mut b = e.state.lock();
     if e.key.load(Relaxed) != key
-        || e.pd != pd
+        || b.pd != pd
         || !matches!(e.memory, Memory::Fast(_))
         || b.windows != 0
     {
@@ -585,7 +591,7 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     };
     let mr = if b.length != 0 {
         let mr = dev.mr_table.get(b.mr_lkey >> 8).ok_or(OpError)?;
-        if mr.key.load(Relaxed) != b.mr_lkey || mr.pd != w.pd {
+        if mr.key.load(Relaxed) != b.mr_lkey {
             return Err(OpError);
         }
         Some(mr)
@@ -601,13 +607,10 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     let access = AccessFlags::from_raw(b.access)
         .filter(|a| a.within(MW_ACCESS) && (!a.contains(Access::ZeroBased) || (type2 && over_user)))
         .ok_or(OpError)?;
+    let mut st = w.state.lock();
     // Window, MR and the QP binding are of one PD, whatever the window's type: the
     // keys are the process's to write, and name any object of the device.
-    if w.pd != pd {
-        return Err(OpError);
-    }
-    let mut st = w.state.lock();
-    if w.key.load(Relaxed) != b.mw_rkey {
+    if w.key.load(Relaxed) != b.mw_rkey || st.pd != pd {
         return Err(OpError);
     }
     if type2 && (st.valid || mr.is_none()) {
@@ -617,7 +620,8 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     if let Some(mr) = &mr {
         let mut m = mr.state.lock();
         let writes = access.contains_any(Access::RemoteWrite | Access::RemoteAtomic);
-        if !m.valid
+        if m.pd != pd
+            || !m.valid
             || m.dying
             || !m.access.contains(Access::MwBind)
             || (writes && !m.access.contains(Access::LocalWrite))
@@ -636,6 +640,7 @@ pub(crate) fn bind(dev: &Device<RxeRs>, b: &Bind, pd: PdId, qpn: u32) -> Result<
     let rkey = (b.mw_rkey & !0xff) | (b.rkey & 0xff);
     w.key.store(rkey, Relaxed);
     *st = Binding {
+        pd,
         valid: true,
         access,
         iova: b.addr,
@@ -689,6 +694,7 @@ impl Held {
         binding: Binding,
         memory: Memory,
     ) -> Result<(Self, u32)> {
+        let binding = Binding { pd, ..binding };
         // A window's lock is taken before its MR's: two lock classes, so that lockdep
         // tells the nesting from a recursion.
         let (name, class) = if matches!(memory, Memory::Window { .. }) {
@@ -700,7 +706,6 @@ impl Held {
             pin_init!(KeyEntry {
                 index: Number::new(),
                 key: Atomic::new(0),
-                pd,
                 memory,
                 state <- SpinLockIrq::new(binding, name, class),
             }),
@@ -750,22 +755,14 @@ impl RxeMr {
         access: AccessFlags,
         _user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
-        if !access.within(MR_ACCESS | Access::HugeTlb) {
-            return Err(eopnotsupp());
-        }
+        user_access(access)?;
         // ib_core does not check `iova + len`.
         if !addressable(iova, len) {
             return Err(EINVAL);
         }
-        // Persistence needs persistent memory, which a process's pages are not (rxe
-        // refuses the same way).
-        if access.contains(Access::FlushPersistent) {
-            return Err(EINVAL);
-        }
         if access.contains(Access::OnDemand) {
-            // An implicit MR (all of the address space) is not offered; a huge-page
-            // region would be mapped in huge pages, which the copies do not walk.
-            if (start == 0 && len == u64::MAX) || access.contains(Access::HugeTlb) {
+            // An implicit MR (all of the address space) is not offered.
+            if start == 0 && len == u64::MAX {
                 return Err(eopnotsupp());
             }
             let charge = Quota::charge(&dev.mrs)?;
@@ -826,6 +823,46 @@ impl RxeMr {
             Memory::Fast(p) => Some(p),
             _ => None,
         }
+    }
+
+    /// `ibv_rereg_mr()` of the PD and the access rights, in place (as rxe; new memory
+    /// is refused with `EOPNOTSUPP`): the keys stay. Refused while windows are bound to
+    /// the MR (`EBUSY`): they were bound within its PD, to the rights it had. Returns
+    /// once no access checked against the old PD and rights is running any more (a
+    /// copy of one packet or SGE), as deregistration does.
+    pub(crate) fn rereg(&self, pd: Option<PdId>, access: Option<AccessFlags>) -> Result {
+        let e = &self.held.entry;
+        // Only a process's MRs have a user object to reregister through.
+        let (odp, writable) = match &e.memory {
+            Memory::User(u) => (false, u.writable()),
+            Memory::Odp(o, _) => (true, o.writable()),
+            _ => return Err(EINVAL),
+        };
+        if let Some(access) = access {
+            user_access(access)?;
+            // The memory stays: pinned or on demand as it was registered, and written
+            // only if its pages were taken for writing (as `ib_umem_check_rereg()`).
+            if access.contains(Access::OnDemand) != odp {
+                return Err(EINVAL);
+            }
+            if access.writes() && !writable {
+                return Err(EACCES);
+            }
+        }
+        let mut b = e.state.lock();
+        if b.windows != 0 {
+            return Err(EBUSY);
+        }
+        if let Some(pd) = pd {
+            b.pd = pd;
+        }
+        if let Some(access) = access {
+            b.access = access;
+        }
+        drop(b);
+        // Lookups mark the entry before they take its lock.
+        crate::ib::sync::synchronize_rcu_since(e.index.last_use());
+        Ok(())
     }
 
     /// Deregistration: refused while windows are bound to the MR (as by rxe); from
@@ -897,7 +934,21 @@ impl RxeMr {
     }
 }
 
-/// What the key of a user or DMA MR opens, for good.
+/// Checks the rights a process asks for its MR.
+fn user_access(access: AccessFlags) -> Result {
+    if !access.within(MR_ACCESS | Access::HugeTlb) {
+        return Err(eopnotsupp());
+    }
+    // Persistence needs persistent memory, which a process's pages are not (rxe
+    // refuses the same way).
+    if access.contains(Access::FlushPersistent) {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// What the key of a user or DMA MR opens, for good (a user MR's PD and rights but
+/// for `ibv_rereg_mr()`).
 fn fixed(access: AccessFlags, iova: u64, length: u64) -> Binding {
     Binding {
         valid: true,
@@ -955,6 +1006,16 @@ impl MrOps<RxeRs> for RxeMr {
         user: &UserCall<'_, RxeRs>,
     ) -> Result<MrCreated<Self>> {
         Self::reg_user(dev, pd, (start, len, iova), access, user)
+    }
+
+    fn rereg_user_mr(
+        mr: &Mr<RxeRs>,
+        pd: Option<PdId>,
+        access: Option<AccessFlags>,
+        user: &UserCall<'_, RxeRs>,
+    ) -> Result {
+        user.udata.require_empty_input()?;
+        mr.rereg(pd, access)
     }
 
     fn advise_mr(
