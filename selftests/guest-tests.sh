@@ -1924,6 +1924,28 @@ t_vlan_gids() {
 	[ "$DRIVER" = rxe ] || [ $(($(counter rcvd_not_our_gid) - c)) -ge 1 ] ||
 		{ echo "the untagged datagram was not counted in rcvd_not_our_gid"; return 1; }
 }
+# The same over IPv6: the GIDs of IPv6 addresses of the VLAN devices carry an RC
+# ping-pong tagged both ways, and rping through rdma_cm to the peer's IPv6 address on
+# the VLAN.
+t_vlan_gids_v6() {
+	local n=20 r w0 w1
+	vlan_pair || return 1
+	ip addr add fd10::1/64 dev tveth0.10 nodad &&
+		ip -n tpeer addr add fd10::2/64 dev tveth1.10 nodad || return 1
+	wait_for has_gid_of "$DEV" 'fd10::1' && wait_for has_gid_of tdevp 'fd10::2' ||
+		{ echo "no GIDs of the VLAN's IPv6 addresses"; ibv_devinfo -v -d "$DEV" | grep GID; return 1; }
+	w0=$(gid_of "$DEV" 'fd10::1'); w1=$(gid_of tdevp 'fd10::2')
+	r=$(vlan_rx)
+	cmd="ibv_rc_pingpong -d $DEV -g $w0 -n $n -s 4096 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $w1 -n $n -s 4096 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	vlan_grew $r $((4 * n)) "RC over IPv6" || return 1
+	modprobe -a rdma_cm rdma_ucm || return 1
+	r=$(vlan_rx)
+	pair 7174 "rping -s -a fd10::1 -V -C 10" "ip netns exec tpeer rping -c -a fd10::1 -V -C 10" ||
+		return 1
+	vlan_grew $r 10 "rping over IPv6"
+}
 # Two addresses of one netdev, two GIDs of one device: RC and UD ping-pongs between them
 # go through the device's loopback (the IP stack would hand them to lo, which no device
 # receives on). (Between a netdev's GID and its VLAN's, ib_core refuses the path.)
@@ -2463,6 +2485,7 @@ run rc_over_netem_loss_reorder_duplicate t_netem_rc
 run rc_address_readded_routes_renewed t_rc_addr_readded
 run device_in_other_netns t_netns_device
 run vlan_gids_carry_tagged_traffic t_vlan_gids
+run vlan_ipv6_gids_carry_tagged_traffic t_vlan_gids_v6
 run netns_exclusive_device_belongs_to_its_namespace t_netns_exclusive
 run bond_active_backup_failover t_bond_failover
 run device_on_vlan_netdev_refused t_vlan_device

@@ -12,9 +12,9 @@
 //! The data path finds memory by key ([`local`], [`remote`]): the entry holds what a
 //! packet or a work request needs (key, the memory) and, under its lock, what the key
 //! opens now and to which PD (valid or not, access rights, address range, for a window
-//! the MR it is bound to). A lookup hands out a [`Region`] holding a reference to the MR, so
-//! memory stays pinned while a copy to or from it runs even if the MR is deregistered
-//! meanwhile.
+//! the MR it is bound to). A lookup hands out a [`Region`] holding a reference to the
+//! MR, so memory stays pinned while a copy to or from it runs even if the MR is
+//! deregistered meanwhile.
 //!
 //! Fast-registration MRs open nothing until a REG_MR work request registers the pages
 //! mapped into them, and again nothing after LOCAL_INV (or a SEND with invalidate).
@@ -947,8 +947,8 @@ fn user_access(access: AccessFlags) -> Result {
     Ok(())
 }
 
-/// What the key of a user or DMA MR opens, for good (a user MR's PD and rights but
-/// for `ibv_rereg_mr()`).
+/// What the key of a user or DMA MR opens, for good (but for a user MR's PD and
+/// rights, which `ibv_rereg_mr()` may change).
 fn fixed(access: AccessFlags, iova: u64, length: u64) -> Binding {
     Binding {
         valid: true,
