@@ -1080,7 +1080,7 @@ static int qp_connect(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid
 /*
  * Two RC QPs connected to each other: one READs through a window, the other answers.
  * A responder that refuses a key moves its QP to the error state, and the requester's
- * QP too once the NAK arrives; reset() connects both again.
+ * QP too once the NAK arrives; prober_reset() connects both again.
  */
 struct prober {
 	struct ibv_qp *qp, *target;
