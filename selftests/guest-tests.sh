@@ -1886,32 +1886,39 @@ vlan_grew() {
 	echo "$4: tveth0.10 received $(($5 - $1)), tveth1.10 $(($6 - $2)) packets (want at least $3 each)"
 	[ $(($5 - $1)) -ge "$3" ] && [ $(($6 - $2)) -ge "$3" ]
 }
+# vlan_rc_rping GID_HERE GID_THERE ADDR_HERE WHAT: 20 RC round trips of 4 KiB between
+# the two GIDs (of the VLAN devices' addresses), then rping from the peer to ADDR_HERE
+# through rdma_cm, each counted on both VLAN devices.
+vlan_rc_rping() {
+	local n=20 r
+	r=$(vlan_rx)
+	cmd="ibv_rc_pingpong -d $DEV -g $1 -n $n -s 4096 -c"
+	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $2 -n $n -s 4096 -c 10.9.0.1" &&
+		pp_ok $n || return 1
+	# Four packets of 1 KiB a message, each way.
+	vlan_grew $r $((4 * n)) "RC$4" || return 1
+	modprobe -a rdma_cm rdma_ucm || return 1
+	r=$(vlan_rx)
+	pair 7174 "rping -s -a $3 -V -C 10" "ip netns exec tpeer rping -c -a $3 -V -C 10" || return 1
+	vlan_grew $r 10 "rping$4"
+}
 # A GID of a VLAN device on the device's netdev carries RoCE through that VLAN device,
-# tagged, both ways: RC and UD ping-pongs between the two ends' VLAN GIDs (their TCP
-# exchange of addresses goes untagged, over 10.9.0.x, so that only RoCE counts), then
-# rping through rdma_cm to the VLAN address (connection management and data), from the
-# peer and from the device to itself (its loopback: a datagram's completion carries the
-# VLAN of its destination GID, by which the CM finds the GID it was sent to). A packet
-# sent untagged through the base netdev would reach the peer's base netdev, not its VLAN
-# device, and the peer's VLAN device counts only what came tagged.
+# tagged, both ways: an RC ping-pong between the two ends' VLAN GIDs (their TCP exchange
+# of addresses goes untagged, over 10.9.0.x, so that only RoCE counts) and rping through
+# rdma_cm to the VLAN address from the peer (connection management and data), then a UD
+# ping-pong, and rping from the device to itself (its loopback: a datagram's completion
+# carries the VLAN of its destination GID, by which the CM finds the GID it was sent to).
+# A packet sent untagged through the base netdev would reach the peer's base netdev, not
+# its VLAN device, and the peer's VLAN device counts only what came tagged.
 t_vlan_gids() {
 	local n=20 r c TO="$TO"
 	vlan_pair || return 1
-	r=$(vlan_rx)
-	cmd="ibv_rc_pingpong -d $DEV -g $v0 -n $n -s 4096 -c"
-	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $v1 -n $n -s 4096 -c 10.9.0.1" &&
-		pp_ok $n || return 1
-	# Four packets of 1 KiB a message, each way.
-	vlan_grew $r $((4 * n)) "RC" || return 1
+	vlan_rc_rping "$v0" "$v1" 10.10.0.1 "" || return 1
 	r=$(vlan_rx)
 	cmd="ibv_ud_pingpong -d $DEV -g $v0 -n $n -s 1024 -c"
 	pair 18515 "$cmd" "ip netns exec tpeer ibv_ud_pingpong -d tdevp -g $v1 -n $n -s 1024 -c 10.9.0.1" &&
 		pp_ok $n || return 1
 	vlan_grew $r $n "UD" || return 1
-	modprobe -a rdma_cm rdma_ucm || return 1
-	r=$(vlan_rx)
-	pair 7174 "rping -s -a 10.10.0.1 -V -C 10" "ip netns exec tpeer rping -c -a 10.10.0.1 -V -C 10" || return 1
-	vlan_grew $r 10 "rping" || return 1
 	pair 7174 "rping -s -a 10.10.0.1 -V -C 10" "rping -c -a 10.10.0.1 -V -C 10" || return 1
 	# A datagram to the VLAN's address that arrives untagged (sent from the peer's base
 	# GID, out of its base netdev) is not the device's: dropped, on both drivers (rxe_rs
@@ -1928,23 +1935,12 @@ t_vlan_gids() {
 # ping-pong tagged both ways, and rping through rdma_cm to the peer's IPv6 address on
 # the VLAN.
 t_vlan_gids_v6() {
-	local n=20 r w0 w1
 	vlan_pair || return 1
 	ip addr add fd10::1/64 dev tveth0.10 nodad &&
 		ip -n tpeer addr add fd10::2/64 dev tveth1.10 nodad || return 1
 	wait_for has_gid_of "$DEV" 'fd10::1' && wait_for has_gid_of tdevp 'fd10::2' ||
 		{ echo "no GIDs of the VLAN's IPv6 addresses"; ibv_devinfo -v -d "$DEV" | grep GID; return 1; }
-	w0=$(gid_of "$DEV" 'fd10::1'); w1=$(gid_of tdevp 'fd10::2')
-	r=$(vlan_rx)
-	cmd="ibv_rc_pingpong -d $DEV -g $w0 -n $n -s 4096 -c"
-	pair 18515 "$cmd" "ip netns exec tpeer ibv_rc_pingpong -d tdevp -g $w1 -n $n -s 4096 -c 10.9.0.1" &&
-		pp_ok $n || return 1
-	vlan_grew $r $((4 * n)) "RC over IPv6" || return 1
-	modprobe -a rdma_cm rdma_ucm || return 1
-	r=$(vlan_rx)
-	pair 7174 "rping -s -a fd10::1 -V -C 10" "ip netns exec tpeer rping -c -a fd10::1 -V -C 10" ||
-		return 1
-	vlan_grew $r 10 "rping over IPv6"
+	vlan_rc_rping "$(gid_of "$DEV" 'fd10::1')" "$(gid_of tdevp 'fd10::2')" fd10::1 " over IPv6"
 }
 # Two addresses of one netdev, two GIDs of one device: RC and UD ping-pongs between them
 # go through the device's loopback (the IP stack would hand them to lo, which no device

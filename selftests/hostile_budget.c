@@ -377,8 +377,8 @@ static int qp_rts(struct ibv_qp *qp)
 	return ibv_modify_qp(qp, &a, mask) ? -1 : 0;
 }
 
-/* RESET to RTR; an RC or UC QP is connected to itself. */
-static int qp_rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
+/* RESET to INIT. */
+static int qp_init(struct ibv_qp *qp)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
@@ -390,13 +390,18 @@ static int qp_rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
 		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
-	if (ibv_modify_qp(qp, &a, mask))
-		return -1;
-	a = (struct ibv_qp_attr){ .qp_state = IBV_QPS_RTR };
-	mask = IBV_QP_STATE;
+	return ibv_modify_qp(qp, &a, mask) ? -1 : 0;
+}
+
+/* INIT to RTR; an RC or UC QP is connected to the QP numbered dest. */
+static int qp_connect(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid, int gid_index)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR };
+	int mask = IBV_QP_STATE;
+
 	if (qp->qp_type != IBV_QPT_UD) {
 		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = qp->qp_num;
+		a.dest_qp_num = dest;
 		a.rq_psn = 0x1000;
 		a.ah_attr.is_global = 1;
 		a.ah_attr.grh.dgid = *gid;
@@ -411,6 +416,12 @@ static int qp_rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
 		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
 	}
 	return ibv_modify_qp(qp, &a, mask) ? -1 : 0;
+}
+
+/* RESET to RTR; an RC or UC QP is connected to itself. */
+static int qp_rtr(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
+{
+	return qp_init(qp) || qp_connect(qp, qp->qp_num, gid, gid_index) ? -1 : 0;
 }
 
 static int qp_up(struct ibv_qp *qp, const union ibv_gid *gid, int gid_index)
@@ -1051,31 +1062,6 @@ static int check_big_read(struct ibv_context *ctx)
 /* ---- Local operations behind an unanswered SEND ---- */
 
 enum { BEHIND = 600, PROBE = 8 };
-
-/* RESET to INIT: a connected QP in INIT drops what arrives for it, unanswered. */
-static int qp_init(struct ibv_qp *qp)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_READ };
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			     IBV_QP_ACCESS_FLAGS) ? -1 : 0;
-}
-
-/* INIT to RTR, connected to the QP numbered dest. */
-static int qp_connect(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *gid, int gid_index)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = dest,
-		.rq_psn = 0x1000, .max_dest_rd_atomic = 1, .min_rnr_timer = 12,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = *gid, .sgid_index = gid_index, .hop_limit = 64 } },
-	};
-
-	return ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			     IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			     IBV_QP_MIN_RNR_TIMER) ? -1 : 0;
-}
 
 /*
  * Two RC QPs connected to each other: one READs through a window, the other answers.
