@@ -1289,7 +1289,10 @@ t_nfs_rdma() {
 # tcmu-runner's backstores (there are none) before anything else: tcli_up gives it a
 # tmpfs, a home in /tmp and a bus of its own (the guest tree has no system bus
 # configuration), so that nothing is written into the guest tree; tcli_down clears the
-# target and undoes that.
+# target and undoes that. Given no command, targetcli runs the lines of its standard
+# input as its shell would, all in one process (one start of Python and rtslib, which
+# takes tens of seconds on the debug kernel); an error there does not change its exit
+# status, so the caller checks what the commands made.
 tcli() { HOME=/tmp/tcli timeout 120 targetcli "$@"; }
 tcli_up() {
 	mkdir -p /tmp/tcli /run/dbus && mount -t tmpfs tmpfs /etc/rtslib-fb-target || return 1
@@ -1304,7 +1307,6 @@ tcli_up() {
 		'<allow receive_type="error"/><allow receive_type="signal"/>' \
 		'</policy></busconfig>' > /tmp/dbus.conf &&
 		dbus-daemon --config-file=/tmp/dbus.conf --fork || { echo "no system bus"; return 1; }
-	tcli set global auto_save_on_exit=false auto_add_default_portal=false > /dev/null
 }
 tcli_down() {
 	trc=0
@@ -1368,14 +1370,17 @@ is_body() {
 		-e 's|^node.session.timeo.replacement_timeout = .*|node.session.timeo.replacement_timeout = 10|' \
 		/tmp/iscsid.conf > /etc/iscsi/iscsid.conf || return 1
 	tcli_up || return 1
-	tcli /backstores/ramdisk create name=rd0 size=64M &&
-		tcli /iscsi create "$IS_IQN" &&
-		tcli "/iscsi/$IS_IQN/tpg1/luns" create /backstores/ramdisk/rd0 &&
-		tcli "/iscsi/$IS_IQN/tpg1" set attribute authentication=0 demo_mode_write_protect=0 \
-			generate_node_acls=1 cache_dynamic_acls=1 &&
-		tcli "/iscsi/$IS_IQN/tpg1/portals" create "$addr" 3260 &&
-		tcli "/iscsi/$IS_IQN/tpg1/portals/$addr:3260" enable_iser true > /tmp/is.tcli 2>&1 ||
-		{ echo "target setup failed:"; cat /tmp/is.tcli 2>/dev/null; return 1; }
+	tpg=/iscsi/$IS_IQN/tpg1
+	printf '%s\n' "set global auto_save_on_exit=false auto_add_default_portal=false" \
+		"/backstores/ramdisk create name=rd0 size=64M" "/iscsi create $IS_IQN" \
+		"$tpg/luns create /backstores/ramdisk/rd0" \
+		"$tpg set attribute authentication=0 demo_mode_write_protect=0 generate_node_acls=1 cache_dynamic_acls=1" \
+		"$tpg/portals create $addr 3260" "$tpg/portals/$addr:3260 enable_iser true" |
+		tcli > /tmp/is.tcli 2>&1
+	lio=/sys/kernel/config/target/iscsi/$IS_IQN/tpgt_1
+	[ "$(cat "$lio/enable" 2>/dev/null)" = 1 ] && [ -d "$lio/lun/lun_0" ] &&
+		[ "$(cat "$lio/np/$addr:3260/iser" 2>/dev/null)" = 1 ] ||
+		{ echo "target setup failed:"; cat /tmp/is.tcli; return 1; }
 	mkdir -p /run/lock/iscsi && iscsid || { echo "iscsid failed"; return 1; }
 	# open-iscsi's built-in iface "iser" has the iser transport.
 	iscsiadm -m node -o new -T "$IS_IQN" -p "$addr:3260" -I iser > /dev/null ||
