@@ -234,6 +234,8 @@ t_mr_rereg() { vo mr_rereg; }
 t_mr_rereg_window() { vo mr_rereg_window; }
 t_limits_creatable() { vo limits_creatable; }
 t_send_before_rts() { vo send_before_rts_refused; }
+t_rc_send_too_long() { vo rc_send_too_long; }
+t_atomic_not_8_bytes() { vo atomic_not_8_bytes; }
 t_srq_keys_pd() { vo srq_keys_of_srq_pd; }
 t_destroy_ipis() { vo destroy_no_ipi_storm; }
 t_mcast_lids() {
@@ -2430,6 +2432,8 @@ run mr_reg_dereg_keys_pd_busy t_mr
 run destroy_loop_no_ipi_storm t_destroy_ipis
 run mw_alloc_dealloc_pd_busy t_mw
 run inline_read_atomic_refused t_inline_not_for_read
+run rc_send_too_long_nak_invalid_request t_rc_send_too_long
+run atomic_not_8_bytes_loc_len_err t_atomic_not_8_bytes
 run acked_before_destroy t_acked_before_destroy
 run create_qp_response_fault_leaves_no_qp t_create_qp_response_fault
 run err_flush_up_to_recorded_producer t_err_flush_recorded_producer

@@ -2129,6 +2129,107 @@ static int check_send_before_rts_refused(struct ibv_context *ctx)
 }
 
 /*
+ * An RC SEND longer than the receive WQE's buffer is a length error, which the
+ * responder answers with a NAK invalid request, as a NIC does: the sender completes
+ * with REM_INV_REQ_ERR, the receive with LOC_LEN_ERR, and nothing lands past the
+ * buffer. Two QPs (a QP connected to itself would be in the error state before the NAK
+ * reached its requester).
+ */
+static int check_rc_send_too_long(struct ibv_context *ctx)
+{
+	static char buf[128];
+	struct ibv_qp *qp, *peer;
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge rsge, sge;
+	struct ibv_wc wc;
+	struct qp_env e;
+	struct ibv_mr *mr;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
+	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
+	if (!mr || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) || to_state(&e, peer, IBV_QPS_INIT) ||
+	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+		FAIL("setup: %s", strerror(errno));
+	memset(buf, 'S', 64);
+	memset(buf + 64, '.', 64);
+	rsge = (struct ibv_sge){ .addr = (uintptr_t)buf + 64, .length = 16, .lkey = mr->lkey };
+	rwr = (struct ibv_recv_wr){ .wr_id = 5, .sg_list = &rsge, .num_sge = 1 };
+	sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = 64, .lkey = mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 6, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				   .send_flags = IBV_SEND_SIGNALED };
+	if (ibv_post_recv(peer, &rwr, &rbad) || ibv_post_send(qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	if (one_completion(e.scq, &wc, "the SEND"))
+		return 1;
+	fprintf(stderr, "sender: %s, ", ibv_wc_status_str(wc.status));
+	if (wc.wr_id != 6 || wc.status != IBV_WC_REM_INV_REQ_ERR)
+		FAIL("SEND: wr_id %llu status %s, want 6 REM_INV_REQ_ERR",
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+	if (one_completion(e.rcq, &wc, "the receive"))
+		return 1;
+	fprintf(stderr, "receiver: %s\n", ibv_wc_status_str(wc.status));
+	if (wc.wr_id != 5 || wc.status != IBV_WC_LOC_LEN_ERR)
+		FAIL("receive: wr_id %llu status %s, want 5 LOC_LEN_ERR",
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+	if (qp_state(qp) != IBV_QPS_ERR || qp_state(peer) != IBV_QPS_ERR)
+		FAIL("QP states %d and %d, want both in ERR", qp_state(qp), qp_state(peer));
+	for (int i = 64 + 16; i < 128; i++)
+		if (buf[i] != '.')
+			FAIL("byte %d past the receive buffer written", i - 64);
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_dereg_mr(mr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * An atomic's local buffer is its 8-byte operand: one of 16 bytes (which librxe lets
+ * through; it refuses fewer than 8) completes with LOC_LEN_ERR, as the verbs define
+ * the status, and the remote operand is unchanged.
+ */
+static int check_atomic_not_8_bytes(struct ibv_context *ctx)
+{
+	static uint64_t buf[4];
+	struct ibv_qp *qp, *peer;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	struct qp_env e;
+	struct ibv_mr *mr;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
+	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
+	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
+	if (!mr || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) || to_state(&e, peer, IBV_QPS_INIT) ||
+	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+		FAIL("setup: %s", strerror(errno));
+	buf[3] = 100;
+	sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[0], .length = 16, .lkey = mr->lkey };
+	wr = (struct ibv_send_wr){ .wr_id = 8, .sg_list = &sge, .num_sge = 1,
+				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
+				   .wr.atomic = { .remote_addr = (uintptr_t)&buf[3], .compare_add = 1,
+						  .rkey = mr->rkey } };
+	if (ibv_post_send(qp, &wr, &bad))
+		FAIL("post: %s", strerror(errno));
+	if (one_completion(e.scq, &wc, "the atomic"))
+		return 1;
+	fprintf(stderr, "16-byte FETCH_ADD: %s, operand %llu\n", ibv_wc_status_str(wc.status),
+		(unsigned long long)buf[3]);
+	if (wc.wr_id != 8 || wc.status != IBV_WC_LOC_LEN_ERR || buf[3] != 100)
+		FAIL("wr_id %llu status %s operand %llu, want 8 LOC_LEN_ERR 100",
+		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+		     (unsigned long long)buf[3]);
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_dereg_mr(mr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
  * The keys of a receive WQE posted to an SRQ are checked against the SRQ's PD, not
  * against the PD of the QP that takes the WQE (a UD QP in another PD here): a WQE
  * whose buffer is an MR of the SRQ's PD takes the datagram; one whose MR is of the
@@ -3073,6 +3174,8 @@ static const struct check checks[] = {
 	{ "mr_rereg_window", check_mr_rereg_window },
 	{ "limits_creatable", check_limits_creatable },
 	{ "send_before_rts_refused", check_send_before_rts_refused },
+	{ "rc_send_too_long", check_rc_send_too_long },
+	{ "atomic_not_8_bytes", check_atomic_not_8_bytes },
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
 	{ "acked_before_destroy", check_acked_before_destroy },
 	{ "create_qp_response_fault", check_create_qp_response_fault },

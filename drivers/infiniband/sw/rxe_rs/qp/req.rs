@@ -504,8 +504,9 @@ fn start_local(
     Step::Again
 }
 
-/// Whether the WQE at `index` may start now: `Break` when it fails (an atomic shorter
-/// than its operand) or must wait (the READ and atomic limit, a fence).
+/// Whether the WQE at `index` may start now: `Break` when it fails (an atomic whose
+/// buffer is not its 8-byte operand: LOC_LEN_ERR) or must wait (the READ and atomic
+/// limit, a fence).
 fn may_start(
     dev: &Device<RxeRs>,
     shared: &Arc<Task<QpShared>>,
@@ -513,7 +514,7 @@ fn may_start(
     index: u32,
     wqe: &SendWqe<'_>,
 ) -> ControlFlow<Step> {
-    if is_atomic(wqe.opcode) && wqe.length < 8 {
+    if is_atomic(wqe.opcode) && wqe.length != 8 {
         fail(dev, shared, inner, index, wqe.wr_id, WcStatus::LocLenErr);
         return ControlFlow::Break(Step::Again);
     }

@@ -738,6 +738,10 @@ enum Refusal {
     Access,
     /// The operation failed at the responder (NAK remote operational error).
     Operation(WcStatus),
+    /// A SEND longer than its receive WQE's buffers: a length error, which the IB
+    /// spec's responder classes with invalid requests (NAK invalid request, as a NIC
+    /// answers it); the receive completes with LOC_LEN_ERR.
+    Length,
 }
 
 /// Refuses the request at `psn` for the reason `why`: the QP enters the error state,
@@ -754,6 +758,7 @@ fn refuse(
         Refusal::Invalid => (syndrome::NAK_INVALID_REQUEST, WcStatus::RemInvReqErr),
         Refusal::Access => (syndrome::NAK_REMOTE_ACCESS, WcStatus::RemAccessErr),
         Refusal::Operation(status) => (syndrome::NAK_REMOTE_OP, status),
+        Refusal::Length => (syndrome::NAK_INVALID_REQUEST, WcStatus::LocLenErr),
     };
     let reply = ack(ndev, shared, inner, psn, syndrome);
     responder_error(dev, shared, inner, status);
@@ -842,7 +847,10 @@ enum Placed {
     Sequence,
     /// A bad R_Key, or outside its range.
     Access,
-    /// Local trouble: too long for the WQE, or its buffers cannot be written.
+    /// Longer than the receive WQE's buffers (the WQE is the message's, to complete
+    /// in error).
+    TooLong,
+    /// Local trouble: a malformed receive WQE, or its buffers cannot be written.
     Local(WcStatus),
     /// Pages of an on-demand MR are missing: nothing changed, and the task faults them
     /// in; the packet is to come again.
@@ -926,7 +934,10 @@ fn place_send(
     };
     let end = match at.checked_add(payload.len() as u32) {
         Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
-        _ => return recv_error(inner, wqe, WcStatus::LocLenErr),
+        _ => {
+            inner.resp.msg = Some(Msg::Send(wqe, 0));
+            return Placed::TooLong;
+        }
     };
     let mut fault = None;
     if let Err(s) = scatter(dev, shared, &wqe, at, &[payload], &mut fault) {
@@ -1200,6 +1211,7 @@ fn rc(
         Placed::NoWqe | Placed::Fault => Request::Taken(rnr_nak(dev, ndev, shared, inner, p)),
         Placed::Sequence => Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Invalid)),
         Placed::Access => Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Access)),
+        Placed::TooLong => Request::Taken(refuse(dev, ndev, shared, inner, p, Refusal::Length)),
         Placed::Local(status) => Request::Taken(refuse(
             dev,
             ndev,
@@ -1533,6 +1545,10 @@ fn uc(
         Placed::Fault | Placed::NoWqe | Placed::Sequence | Placed::Access => {
             drop_message(inner, !last);
             false
+        }
+        Placed::TooLong => {
+            responder_error(dev, shared, inner, WcStatus::LocLenErr);
+            true
         }
         Placed::Local(status) => {
             responder_error(dev, shared, inner, status);
