@@ -1241,7 +1241,7 @@ nfs_body() {
 		/proc/self/mountstats)
 	[ "$xprt" = rdma ] || { echo "mountstats name the transport '$xprt', not rdma"; return 1; }
 	t0=$(date +%s)
-	timeout 300 fio --directory="$NFS_MNT" --ioengine=psync --verify=crc32c --verify_fatal=1 \
+	timeout 300 fio --directory="$NFS_MNT" --ioengine=psync --verify=crc32c --verify_fatal=1 --verify_state_save=0 \
 		--size="${ULP_KB}k" --output=/tmp/nfs.fio \
 		--name=direct1m --bs=1m --rw=write --direct=1 \
 		--name=direct64k --bs=64k --rw=randwrite --direct=1 \
@@ -1330,7 +1330,7 @@ tcli_down() {
 # 5 times ULP_KB).
 blk_verify() {
 	t0=$(date +%s)
-	timeout 300 fio --filename="$1" --ioengine=psync --direct=1 --verify=crc32c --verify_fatal=1 \
+	timeout 300 fio --filename="$1" --ioengine=psync --direct=1 --verify=crc32c --verify_fatal=1 --verify_state_save=0 \
 		--output="/tmp/$2.fio" \
 		--name=b1m --bs=1m --rw=write --offset=0 --size="$((ULP_KB * 2))k" \
 		--name=b64k --bs=64k --rw=randwrite --offset="$((ULP_KB * 2))k" --size="${ULP_KB}k" \

@@ -146,23 +146,25 @@ make_share test
 stage_end
 
 # The debug kernel's guests (rxe_rs alone under KASAN, kmemleak and lockdep) are the
-# longest stage: over an hour of tests on a slow host. The first runs the tests up to
-# $debug_split on the second core while the test kernel's stages run on the first; the
-# second runs the rest on whichever core is free first: the first guest's, once it has
-# ended, or the stages', once they have. Both are judged in one stage at the end.
+# longest stage: over an hour of tests on a slow host, in three boots. The first runs
+# the tests up to $debug_split on the second core while the test kernel's stages run on
+# the first; the second runs those after it up to $debug_split2, the third the rest,
+# each on whichever core is free first: the first guest's, once it has ended, or the
+# stages', once they have (so that both cores run guests at the end). All three are
+# judged in one stage at the end.
 # make check is to end within RXE_RS_CHECK_BUDGET_S seconds (80 minutes) of its start
 # even on a host slower than expected: each guest gets as DEADLINE (seconds after its
 # boot, after which it starts no test) what is left of that budget when it boots, less
 # a tail for the test then running and the sanitizers' verdicts (15 minutes for the
-# first guest, whose longest test took 8; 7 for the second, whose longest took 4); the
+# first guest, whose longest test took 8; 7 for the others, whose longest took 4); the
 # tests not started are named as skipped.
-debug_split=kernel_nvme_over_rdma
+debug_split=kernel_nvme_over_rdma debug_split2=reth_length_above_2g
 debug_pids= debug_t0=
 check_end=$((T0 + ${RXE_RS_CHECK_BUDGET_S:-4800}))
-# Runs debug guest PART (1 or 2) in the foreground: sanitized.sh with the environment ENV,
-# in a share of its own, its DEADLINE leaving TAIL seconds of the budget; its exit status
-# goes to debug-PART.rc, the seconds at which it started and ended (since make check's
-# start) to debug-PART.times.
+# Runs debug guest PART (1, 2 or 3) in the foreground: sanitized.sh with the environment
+# ENV, in a share of its own, its DEADLINE leaving TAIL seconds of the budget; its exit
+# status goes to debug-PART.rc, the seconds at which it started and ended (since make
+# check's start) to debug-PART.times.
 run_debug() {
 	local part=$1 env=$2 debug_tail=$3 share=$TOP_DIR/build/share-debug-$1 t deadline
 	t=$(date +%s)
@@ -177,9 +179,17 @@ run_debug() {
 	echo $? > "$out/debug-$part.rc"
 	echo "$((t - T0)) $(($(date +%s) - T0))" > "$out/debug-$part.times"
 }
-# The second guest is run by whoever gets here first: the first guest's job when that
-# guest has ended, or the debug stage when the test kernel's stages have.
-claim_debug_2() { mkdir "$out/debug-2.claimed" 2>/dev/null; }
+# Runs the debug guests after the first that nobody has claimed yet, each claimed by
+# whoever gets to it first: the first guest's job when that guest has ended, or the
+# debug stage when the test kernel's stages have.
+run_debug_rest() {
+	if mkdir "$out/debug-2.claimed" 2>/dev/null; then
+		run_debug 2 "AFTER=$debug_split UNTIL=$debug_split2" 420
+	fi
+	if mkdir "$out/debug-3.claimed" 2>/dev/null; then
+		run_debug 3 "AFTER=$debug_split2" 420
+	fi
+}
 stage_start "debug kernel: build, then boot alongside the next stages"
 if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
 	echo "not started: RXE_RS_SKIP_DEBUG is set"
@@ -190,7 +200,7 @@ elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
 	(
 		set +e
 		run_debug 1 "UNTIL=$debug_split" 900
-		if claim_debug_2; then run_debug 2 "AFTER=$debug_split" 420; fi
+		run_debug_rest
 	) &
 	debug_pids=$!
 fi
@@ -438,23 +448,21 @@ if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
 	# For quick local runs only; CI never sets it.
 	skip "debug stage (RXE_RS_SKIP_DEBUG is set)"
 elif [ -n "$debug_pids" ]; then
-	# This core is free now: the second guest runs the tests after $debug_split here,
-	# unless the first guest's job has already started it.
-	if claim_debug_2; then
-		(
-			set +e
-			run_debug 2 "AFTER=$debug_split" 420
-		) &
-		debug_pids="$debug_pids $!"
-	fi
+	# This core is free now: it runs the guests after the first that the first guest's
+	# job has not started.
+	(
+		set +e
+		run_debug_rest
+	) &
+	debug_pids="$debug_pids $!"
 	wait $debug_pids || true
 	echo "the debug guests ran for $(($(date +%s) - debug_t0))s (the first alongside the stages above)"
-	for part in 1 2; do
+	for part in 1 2 3; do
 		[ -r "$out/debug-$part.times" ] && read -r b e < "$out/debug-$part.times" &&
 			echo "debug $part: started ${b}s and ended ${e}s after make check started"
 	done
 	: > "$out/debug.tap"
-	for part in 1 2; do
+	for part in 1 2 3; do
 		console=$out/debug-$part.console share=$TOP_DIR/build/share-debug-$part
 		rc=$(cat "$out/debug-$part.rc" 2>/dev/null || echo 125)
 		tap_of "$console" | tee -a "$out/debug.tap" > "$out/debug-$part.tap"
