@@ -146,6 +146,8 @@ for s in ${READ_BIG_SERVERS:-b}; do
 	fi
 	rc=$?
 	sed 's/^/# /' /tmp/out
+	# Whether the link's NIC stopped sending (its transmit watchdog fired).
+	[ $rc = 0 ] || dmesg | grep -m 1 'NETDEV WATCHDOG' | sed 's/^/# the link stopped sending: /'
 	if [ $rc = 0 ]; then echo "ok $n read_${big}_bytes_served_by_$s"; else echo "not ok $n read_${big}_bytes_served_by_$s"; fi
 done
 # Every captured frame decodes as RoCE v2 (tshark's InfiniBand dissector on port 4791),

@@ -74,10 +74,12 @@ fi
 # A test that failed on either side runs once more, alone, in two fresh guests: over
 # this link (frames as UDP datagrams between two emulated machines) a rare failure is
 # not always the drivers'. It then counts as flaky, not passed: the report says so,
-# with the first run's output and frames kept in DIR.
+# with the first run's output and frames kept in DIR. (Seen once: during the big READ,
+# with a third guest sharing the two host CPUs, the serving guest's virtio-net transmit
+# queue stopped for good, its NETDEV WATCHDOG firing every 5 s; alone, the READ passed.)
 again=
 for t in $tests; do
-	case $t in kernel_log_clean | capture_* | read_*) continue ;; esac
+	case $t in kernel_log_clean | capture_*) continue ;; esac
 	if [ "$(result "$out" a "$t")" != ok ] || [ "$(result "$out" b "$t")" != ok ]; then
 		again="${again:+$again|}$t"
 	fi
