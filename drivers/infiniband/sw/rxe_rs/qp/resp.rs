@@ -932,8 +932,10 @@ fn place_send(
             Some(Ok(w)) => (w, 0),
         },
     };
-    let end = match at.checked_add(payload.len() as u32) {
-        Some(e) if wqe.room().is_some_and(|r| e <= r) => e,
+    // SGE lengths whose sum overflows 32 bits have room for any message.
+    let end = match (at.checked_add(payload.len() as u32), wqe.room()) {
+        (Some(e), None) => e,
+        (Some(e), Some(room)) if e <= room => e,
         _ => {
             inner.resp.msg = Some(Msg::Send(wqe, 0));
             return Placed::TooLong;
