@@ -44,7 +44,7 @@ export PKTFUZZ_SECONDS=${PKTFUZZ_SECONDS:-30}
 # The NFS, iSER and SRP tests with an eighth of their data (ULP_KB): 3.25 MiB through
 # fio with verification, and 1 MiB read back after the page cache was dropped.
 export ULP_KB=${ULP_KB:-1024}
-# Left out here, as the test kernel runs them all, so that the two guests of make check
+# Left out here, as the test kernel runs them all, so that the guests of make check
 # end within its time on a slow host (measured on one: a process takes seconds to
 # start, a test 10 to 500 s): the address test (deleting and adding an address takes
 # seconds on this kernel, longer than the RC retries of the stream under it last); the

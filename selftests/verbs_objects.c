@@ -2128,6 +2128,17 @@ static int check_send_before_rts_refused(struct ibv_context *ctx)
 	return env_close(&e);
 }
 
+/* Posts `wr` on `qp` and waits for its one completion: its status, or -1. */
+static int post_status(struct qp_env *e, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+
+	if (ibv_post_send(qp, wr, &bad) || one_completion(e->scq, &wc, "work request"))
+		return -1;
+	return wc.status;
+}
+
 /*
  * An RC SEND longer than the receive WQE's buffer is a length error, which the
  * responder answers with a NAK invalid request, as a NIC does: the sender completes
@@ -2186,19 +2197,22 @@ static int check_rc_send_too_long(struct ibv_context *ctx)
 }
 
 /*
- * An atomic's local buffer is its 8-byte operand: one of 16 bytes (which librxe lets
- * through; it refuses fewer than 8) completes with LOC_LEN_ERR, as the verbs define
- * the status, and the remote operand is unchanged.
+ * An atomic's local buffer is its 8-byte operand: a FETCH_ADD with one of 8 bytes works
+ * (100 becomes 101, and 100 comes back), one with a buffer of 16 bytes (which librxe
+ * lets through; it refuses fewer than 8) completes with LOC_LEN_ERR, as the verbs
+ * define the status, and leaves the remote operand as it was.
  */
 static int check_atomic_not_8_bytes(struct ibv_context *ctx)
 {
 	static uint64_t buf[4];
+	struct ibv_qp_attr atomic = { .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+					IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC };
 	struct ibv_qp *qp, *peer;
-	struct ibv_send_wr wr, *bad;
+	struct ibv_send_wr wr;
 	struct ibv_sge sge;
-	struct ibv_wc wc;
 	struct qp_env e;
 	struct ibv_mr *mr;
+	int st;
 
 	if (env_open(ctx, &e, 0))
 		return 1;
@@ -2206,24 +2220,26 @@ static int check_atomic_not_8_bytes(struct ibv_context *ctx)
 	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
 	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
 	if (!mr || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) || to_state(&e, peer, IBV_QPS_INIT) ||
-	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp) ||
+	    ibv_modify_qp(peer, &atomic, IBV_QP_ACCESS_FLAGS))
 		FAIL("setup: %s", strerror(errno));
 	buf[3] = 100;
-	sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[0], .length = 16, .lkey = mr->lkey };
-	wr = (struct ibv_send_wr){ .wr_id = 8, .sg_list = &sge, .num_sge = 1,
-				   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD, .send_flags = IBV_SEND_SIGNALED,
-				   .wr.atomic = { .remote_addr = (uintptr_t)&buf[3], .compare_add = 1,
-						  .rkey = mr->rkey } };
-	if (ibv_post_send(qp, &wr, &bad))
-		FAIL("post: %s", strerror(errno));
-	if (one_completion(e.scq, &wc, "the atomic"))
-		return 1;
-	fprintf(stderr, "16-byte FETCH_ADD: %s, operand %llu\n", ibv_wc_status_str(wc.status),
-		(unsigned long long)buf[3]);
-	if (wc.wr_id != 8 || wc.status != IBV_WC_LOC_LEN_ERR || buf[3] != 100)
-		FAIL("wr_id %llu status %s operand %llu, want 8 LOC_LEN_ERR 100",
-		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
-		     (unsigned long long)buf[3]);
+	for (int len = 8; len <= 16; len += 8) {
+		buf[0] = 0;
+		sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[0], .length = len, .lkey = mr->lkey };
+		wr = (struct ibv_send_wr){ .wr_id = len, .sg_list = &sge, .num_sge = 1,
+					   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					   .send_flags = IBV_SEND_SIGNALED,
+					   .wr.atomic = { .remote_addr = (uintptr_t)&buf[3],
+							  .compare_add = 1, .rkey = mr->rkey } };
+		st = post_status(&e, qp, &wr);
+		fprintf(stderr, "FETCH_ADD into %d bytes: status %d, operand %llu, returned %llu\n", len,
+			st, (unsigned long long)buf[3], (unsigned long long)buf[0]);
+		if (len == 8 && (st != IBV_WC_SUCCESS || buf[3] != 101 || buf[0] != 100))
+			FAIL("8 bytes: want SUCCESS, operand 101, 100 returned");
+		if (len == 16 && (st != IBV_WC_LOC_LEN_ERR || buf[3] != 101))
+			FAIL("16 bytes: want LOC_LEN_ERR (%d) and the operand unchanged", IBV_WC_LOC_LEN_ERR);
+	}
 	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_dereg_mr(mr))
 		FAIL("teardown: %s", strerror(errno));
 	return env_close(&e);
@@ -2356,6 +2372,153 @@ static int mw_through(struct qp_env *e, struct ibv_mr *mr, uint64_t addr, int zb
 	if (ibv_destroy_qp(qp) || ibv_dealloc_mw(mw))
 		FAIL("teardown: %s", strerror(errno));
 	return 0;
+}
+
+/* A READ of 16 bytes at the start of the window through `rkey`, by `qp`. */
+static int mw_read(struct qp_env *e, struct ibv_qp *qp, struct ibv_mr *lmr, uint32_t rkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)mw_local, .length = 16, .lkey = lmr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
+				  .wr = { .rdma = { .remote_addr = (uintptr_t)mw_buf, .rkey = rkey } } };
+
+	return post_status(e, qp, &wr);
+}
+
+/* Binds `mw` (type 2) with `rkey` over the first 128 bytes of `mr`, through `qp`. */
+static int mw_bind(struct qp_env *e, struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mr *mr,
+		   uint32_t rkey)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = 1, .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+		.bind_mw = { .mw = mw, .rkey = rkey,
+			     .bind_info = { .mr = mr, .addr = (uintptr_t)mw_buf, .length = 128,
+					    .mw_access_flags = IBV_ACCESS_REMOTE_READ } },
+	};
+
+	return post_status(e, qp, &wr);
+}
+
+/*
+ * A type 2 window's life, between two RC QPs (one binds, the other reads through it):
+ * a READ through a bound window works; the MR cannot be deregistered while the window
+ * is bound, and the window still works after the attempt; a LOCAL_INV frees it, and a
+ * new bind with another key makes it work again under that key alone (a READ under the
+ * old key fails with REM_ACCESS_ERR). A bind of a window that is bound already fails
+ * with MW_BIND_ERR. Then the window, the MR and the QPs go. A bind names its window by
+ * the window's current key, which librxe takes from mw->rkey: the test keeps it there
+ * after each bind, as ibv_bind_mw() does for a type 1 window (both drivers refuse a
+ * bind that names the window by an older key).
+ */
+static int check_mw_type2_life(struct ibv_context *ctx)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+	struct ibv_qp *qp, *peer, *qp2;
+	struct ibv_mr *mr, *lmr;
+	uint32_t k1, k2;
+	struct qp_env e;
+	struct ibv_mw *mw, *mw2;
+	int st;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	mr = ibv_reg_mr(e.pd, mw_buf, sizeof(mw_buf), access);
+	lmr = ibv_reg_mr(e.pd, mw_local, sizeof(mw_local), IBV_ACCESS_LOCAL_WRITE);
+	mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	mw2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
+	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
+	if (!mr || !lmr || !mw || !mw2 || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) ||
+	    to_state(&e, peer, IBV_QPS_INIT) || rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+		FAIL("setup: %s", strerror(errno));
+	memcpy(mw_buf, "READTHROUGHTHEMW", 16);
+	k1 = ibv_inc_rkey(mw->rkey);
+	if ((st = mw_bind(&e, qp, mw, mr, k1)) != IBV_WC_SUCCESS)
+		FAIL("bind: status %d", st);
+	/* librxe names the window of a bind by mw->rkey, which only ibv_bind_mw() updates. */
+	mw->rkey = k1;
+	if ((st = mw_read(&e, peer, lmr, k1)) != IBV_WC_SUCCESS || memcmp(mw_local, mw_buf, 16))
+		FAIL("READ through the window: status %d", st);
+	if (!ibv_dereg_mr(mr))
+		FAIL("the MR was deregistered under a bound window");
+	fprintf(stderr, "dereg_mr under a bound window: %s\n", strerror(errno));
+	if ((st = mw_read(&e, peer, lmr, k1)) != IBV_WC_SUCCESS)
+		FAIL("READ after the refused dereg: status %d", st);
+	struct ibv_send_wr inv = { .wr_id = 4, .opcode = IBV_WR_LOCAL_INV,
+				   .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = k1 };
+	if ((st = post_status(&e, qp, &inv)) != IBV_WC_SUCCESS)
+		FAIL("LOCAL_INV: status %d", st);
+	k2 = ibv_inc_rkey(k1);
+	if ((st = mw_bind(&e, qp, mw, mr, k2)) != IBV_WC_SUCCESS)
+		FAIL("bind again with another key: status %d", st);
+	mw->rkey = k2;
+	memset(mw_local, 0, sizeof(mw_local));
+	if ((st = mw_read(&e, peer, lmr, k2)) != IBV_WC_SUCCESS || memcmp(mw_local, mw_buf, 16))
+		FAIL("READ under the new key: status %d", st);
+	if ((st = mw_read(&e, peer, lmr, k1)) != IBV_WC_REM_ACCESS_ERR)
+		FAIL("READ under the old key: status %d, want REM_ACCESS_ERR", st);
+	/* A bound window bound again, on a QP of its own (the pair is in ERR now). */
+	if (!(qp2 = rc_loop(&e)) || (st = mw_bind(&e, qp2, mw2, mr, ibv_inc_rkey(mw2->rkey))))
+		FAIL("bind of the second window: status %d: %s", st, strerror(errno));
+	mw2->rkey = ibv_inc_rkey(mw2->rkey);
+	if ((st = mw_bind(&e, qp2, mw2, mr, ibv_inc_rkey(mw2->rkey))) != IBV_WC_MW_BIND_ERR)
+		FAIL("bind of a bound window: status %d, want MW_BIND_ERR", st);
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_destroy_qp(qp2) ||
+	    ibv_dealloc_mw(mw) || ibv_dealloc_mw(mw2) || ibv_dereg_mr(mr) || ibv_dereg_mr(lmr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
+}
+
+/*
+ * A SEND with invalidate that carries no data (an empty SGL) is a message like any
+ * other: it takes a receive WQE, which completes successfully with byte_len 0,
+ * IBV_WC_WITH_INV and the key it invalidated, a type 2 window bound to the receiving
+ * QP, through which a READ then fails with REM_ACCESS_ERR.
+ */
+static int check_send_inv_empty(struct ibv_context *ctx)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND;
+	struct ibv_recv_wr rwr = { .wr_id = 9 }, *rbad;
+	struct ibv_qp *qp, *peer;
+	struct ibv_mr *mr, *lmr;
+	struct ibv_wc wc;
+	struct qp_env e;
+	struct ibv_mw *mw;
+	uint32_t k;
+	int st;
+
+	if (env_open(ctx, &e, 0))
+		return 1;
+	mr = ibv_reg_mr(e.pd, mw_buf, sizeof(mw_buf), access);
+	lmr = ibv_reg_mr(e.pd, mw_local, sizeof(mw_local), IBV_ACCESS_LOCAL_WRITE);
+	mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
+	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
+	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
+	if (!mr || !lmr || !mw || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) ||
+	    to_state(&e, peer, IBV_QPS_INIT) || rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+		FAIL("setup: %s", strerror(errno));
+	k = ibv_inc_rkey(mw->rkey);
+	if ((st = mw_bind(&e, qp, mw, mr, k)) != IBV_WC_SUCCESS)
+		FAIL("bind: status %d", st);
+	struct ibv_send_wr inv = { .wr_id = 8, .opcode = IBV_WR_SEND_WITH_INV,
+				   .send_flags = IBV_SEND_SIGNALED, .invalidate_rkey = k };
+	if (ibv_post_recv(qp, &rwr, &rbad))
+		FAIL("ibv_post_recv: %s", strerror(errno));
+	if ((st = post_status(&e, peer, &inv)) != IBV_WC_SUCCESS)
+		FAIL("SEND with invalidate: status %d", st);
+	if (one_completion(e.rcq, &wc, "the receive"))
+		return 1;
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != 9 || wc.byte_len != 0 ||
+	    !(wc.wc_flags & IBV_WC_WITH_INV) || wc.invalidated_rkey != k)
+		FAIL("receive: status %s wr_id %llu byte_len %u flags %#x key %#x, want SUCCESS 9 0 "
+		     "WITH_INV %#x", ibv_wc_status_str(wc.status), (unsigned long long)wc.wr_id,
+		     wc.byte_len, wc.wc_flags, wc.invalidated_rkey, k);
+	if ((st = mw_read(&e, peer, lmr, k)) != IBV_WC_REM_ACCESS_ERR)
+		FAIL("READ through the invalidated window: status %d, want REM_ACCESS_ERR", st);
+	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_dealloc_mw(mw) || ibv_dereg_mr(mr) ||
+	    ibv_dereg_mr(lmr))
+		FAIL("teardown: %s", strerror(errno));
+	return env_close(&e);
 }
 
 /*
@@ -3176,6 +3339,8 @@ static const struct check checks[] = {
 	{ "send_before_rts_refused", check_send_before_rts_refused },
 	{ "rc_send_too_long", check_rc_send_too_long },
 	{ "atomic_not_8_bytes", check_atomic_not_8_bytes },
+	{ "mw_type2_life", check_mw_type2_life },
+	{ "send_inv_empty", check_send_inv_empty },
 	{ "srq_keys_of_srq_pd", check_srq_keys_of_srq_pd },
 	{ "acked_before_destroy", check_acked_before_destroy },
 	{ "create_qp_response_fault", check_create_qp_response_fault },

@@ -456,7 +456,7 @@ elif [ -n "$debug_pids" ]; then
 	) &
 	debug_pids="$debug_pids $!"
 	wait $debug_pids || true
-	echo "the debug guests ran for $(($(date +%s) - debug_t0))s (the first alongside the stages above)"
+	echo "the debug guests ran for $(($(date +%s) - debug_t0))s (the first alongside the stages above, the others on whichever core was free)"
 	for part in 1 2 3; do
 		[ -r "$out/debug-$part.times" ] && read -r b e < "$out/debug-$part.times" &&
 			echo "debug $part: started ${b}s and ended ${e}s after make check started"
