@@ -1709,6 +1709,17 @@ static int rc_connect(struct qp_env *e, struct ibv_qp *qp, struct ibv_qp *peer)
 			     IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 }
 
+/* Two new RC QPs connected to each other, in RTS: 0, or -1. */
+static int rc_pair(struct qp_env *e, struct ibv_qp **qp, struct ibv_qp **peer)
+{
+	*qp = make_qp(e, IBV_QPT_RC, 4, 1);
+	*peer = make_qp(e, IBV_QPT_RC, 4, 1);
+	if (!*qp || !*peer || to_state(e, *qp, IBV_QPS_INIT) || to_state(e, *peer, IBV_QPS_INIT) ||
+	    rc_connect(e, *qp, *peer) || rc_connect(e, *peer, *qp))
+		return -1;
+	return 0;
+}
+
 /*
  * The status of an RDMA READ of 8 bytes at `addr` through `rkey` into `into`, by a new
  * RC QP connected to another new one, which answers (a responder that refuses the key
@@ -1717,16 +1728,14 @@ static int rc_connect(struct qp_env *e, struct ibv_qp *qp, struct ibv_qp *peer)
  */
 static int read_status(struct qp_env *e, struct ibv_mr *into, uint64_t addr, uint32_t rkey)
 {
-	struct ibv_qp *qp = make_qp(e, IBV_QPT_RC, 4, 1), *peer = make_qp(e, IBV_QPT_RC, 4, 1);
+	struct ibv_qp *qp, *peer;
 	struct ibv_sge sge = { .addr = (uintptr_t)into->addr, .length = 8, .lkey = into->lkey };
 	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
 				  .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma = { .remote_addr = addr, .rkey = rkey } }, *bad;
 	struct ibv_wc wc;
 
-	if (!qp || !peer || to_state(e, qp, IBV_QPS_INIT) || to_state(e, peer, IBV_QPS_INIT) ||
-	    rc_connect(e, qp, peer) || rc_connect(e, peer, qp) ||
-	    ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "READ") ||
+	if (rc_pair(e, &qp, &peer) || ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "READ") ||
 	    ibv_destroy_qp(qp) || ibv_destroy_qp(peer))
 		return -1;
 	return wc.status;
@@ -1886,7 +1895,7 @@ static int check_acked_before_destroy(struct ibv_context *ctx)
 		FAIL("ibv_reg_mr: %s", strerror(errno));
 	for (int i = 0; i < rounds; i++) {
 		int to_err = i & 1;
-		struct ibv_qp *tx = make_qp(&e, IBV_QPT_RC, 4, 1), *rx = make_qp(&e, IBV_QPT_RC, 4, 1);
+		struct ibv_qp *tx, *rx;
 		struct ibv_sge ssge = { .addr = (uintptr_t)sbuf, .length = sizeof(sbuf),
 					.lkey = smr->lkey };
 		struct ibv_sge rsge = { .addr = (uintptr_t)rbuf, .length = sizeof(rbuf),
@@ -1898,8 +1907,7 @@ static int check_acked_before_destroy(struct ibv_context *ctx)
 		struct ibv_wc wc;
 		int n = 0;
 
-		if (!tx || !rx || to_state(&e, tx, IBV_QPS_INIT) || to_state(&e, rx, IBV_QPS_INIT) ||
-		    rc_connect(&e, tx, rx) || rc_connect(&e, rx, tx))
+		if (rc_pair(&e, &tx, &rx))
 			FAIL("round %d: RC pair: %s", i, strerror(errno));
 		if (ibv_post_recv(rx, &rwr, &rbad) || ibv_post_send(tx, &swr, &sbad))
 			FAIL("round %d: post: %s", i, strerror(errno));
@@ -2159,11 +2167,7 @@ static int check_rc_send_too_long(struct ibv_context *ctx)
 
 	if (env_open(ctx, &e, 0))
 		return 1;
-	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
-	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
-	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
-	if (!mr || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) || to_state(&e, peer, IBV_QPS_INIT) ||
-	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+	if (!(mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) || rc_pair(&e, &qp, &peer))
 		FAIL("setup: %s", strerror(errno));
 	memset(buf, 'S', 64);
 	memset(buf + 64, '.', 64);
@@ -2217,11 +2221,7 @@ static int check_atomic_not_8_bytes(struct ibv_context *ctx)
 	if (env_open(ctx, &e, 0))
 		return 1;
 	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC);
-	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
-	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
-	if (!mr || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) || to_state(&e, peer, IBV_QPS_INIT) ||
-	    rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp) ||
-	    ibv_modify_qp(peer, &atomic, IBV_QP_ACCESS_FLAGS))
+	if (!mr || rc_pair(&e, &qp, &peer) || ibv_modify_qp(peer, &atomic, IBV_QP_ACCESS_FLAGS))
 		FAIL("setup: %s", strerror(errno));
 	buf[3] = 100;
 	for (int len = 8; len <= 16; len += 8) {
@@ -2426,10 +2426,7 @@ static int check_mw_type2_life(struct ibv_context *ctx)
 	lmr = ibv_reg_mr(e.pd, mw_local, sizeof(mw_local), IBV_ACCESS_LOCAL_WRITE);
 	mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
 	mw2 = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
-	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
-	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
-	if (!mr || !lmr || !mw || !mw2 || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) ||
-	    to_state(&e, peer, IBV_QPS_INIT) || rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+	if (!mr || !lmr || !mw || !mw2 || rc_pair(&e, &qp, &peer))
 		FAIL("setup: %s", strerror(errno));
 	memcpy(mw_buf, "READTHROUGHTHEMW", 16);
 	k1 = ibv_inc_rkey(mw->rkey);
@@ -2492,10 +2489,7 @@ static int check_send_inv_empty(struct ibv_context *ctx)
 	mr = ibv_reg_mr(e.pd, mw_buf, sizeof(mw_buf), access);
 	lmr = ibv_reg_mr(e.pd, mw_local, sizeof(mw_local), IBV_ACCESS_LOCAL_WRITE);
 	mw = ibv_alloc_mw(e.pd, IBV_MW_TYPE_2);
-	qp = make_qp(&e, IBV_QPT_RC, 4, 1);
-	peer = make_qp(&e, IBV_QPT_RC, 4, 1);
-	if (!mr || !lmr || !mw || !qp || !peer || to_state(&e, qp, IBV_QPS_INIT) ||
-	    to_state(&e, peer, IBV_QPS_INIT) || rc_connect(&e, qp, peer) || rc_connect(&e, peer, qp))
+	if (!mr || !lmr || !mw || rc_pair(&e, &qp, &peer))
 		FAIL("setup: %s", strerror(errno));
 	k = ibv_inc_rkey(mw->rkey);
 	if ((st = mw_bind(&e, qp, mw, mr, k)) != IBV_WC_SUCCESS)
