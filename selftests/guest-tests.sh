@@ -2047,7 +2047,7 @@ tx_of() { cat "/sys/class/net/$1/statistics/tx_packets"; }
 # other link and its count then go to /tmp/bond.other.
 busier_link_down() {
 	for i in $(seq 60); do
-		a0=$(tx_of tva0) b0=$(tx_of tvb0); sleep 0.5; a=$(($(tx_of tva0) - a0)) b=$(($(tx_of tvb0) - b0))
+		ta=$(tx_of tva0) tb=$(tx_of tvb0); sleep 0.5; a=$(($(tx_of tva0) - ta)) b=$(($(tx_of tvb0) - tb))
 		[ $((a + b)) -lt 20 ] || break
 	done
 	echo "tx packets in half a second: tva0 $a, tvb0 $b"

@@ -1735,8 +1735,8 @@ static int read_status(struct qp_env *e, struct ibv_mr *into, uint64_t addr, uin
 				  .wr.rdma = { .remote_addr = addr, .rkey = rkey } }, *bad;
 	struct ibv_wc wc;
 
-	if (rc_pair(e, &qp, &peer) || ibv_post_send(qp, &wr, &bad) || one_completion(e->scq, &wc, "READ") ||
-	    ibv_destroy_qp(qp) || ibv_destroy_qp(peer))
+	if (rc_pair(e, &qp, &peer) || ibv_post_send(qp, &wr, &bad) ||
+	    one_completion(e->scq, &wc, "READ") || ibv_destroy_qp(qp) || ibv_destroy_qp(peer))
 		return -1;
 	return wc.status;
 }
@@ -2167,7 +2167,8 @@ static int check_rc_send_too_long(struct ibv_context *ctx)
 
 	if (env_open(ctx, &e, 0))
 		return 1;
-	if (!(mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)) || rc_pair(&e, &qp, &peer))
+	mr = ibv_reg_mr(e.pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	if (!mr || rc_pair(&e, &qp, &peer))
 		FAIL("setup: %s", strerror(errno));
 	memset(buf, 'S', 64);
 	memset(buf + 64, '.', 64);
@@ -2226,19 +2227,20 @@ static int check_atomic_not_8_bytes(struct ibv_context *ctx)
 	buf[3] = 100;
 	for (int len = 8; len <= 16; len += 8) {
 		buf[0] = 0;
-		sge = (struct ibv_sge){ .addr = (uintptr_t)&buf[0], .length = len, .lkey = mr->lkey };
+		sge = (struct ibv_sge){ .addr = (uintptr_t)buf, .length = len, .lkey = mr->lkey };
 		wr = (struct ibv_send_wr){ .wr_id = len, .sg_list = &sge, .num_sge = 1,
 					   .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
 					   .send_flags = IBV_SEND_SIGNALED,
 					   .wr.atomic = { .remote_addr = (uintptr_t)&buf[3],
 							  .compare_add = 1, .rkey = mr->rkey } };
 		st = post_status(&e, qp, &wr);
-		fprintf(stderr, "FETCH_ADD into %d bytes: status %d, operand %llu, returned %llu\n", len,
-			st, (unsigned long long)buf[3], (unsigned long long)buf[0]);
+		fprintf(stderr, "FETCH_ADD into %d bytes: status %d, operand %llu, returned %llu\n",
+			len, st, (unsigned long long)buf[3], (unsigned long long)buf[0]);
 		if (len == 8 && (st != IBV_WC_SUCCESS || buf[3] != 101 || buf[0] != 100))
 			FAIL("8 bytes: want SUCCESS, operand 101, 100 returned");
 		if (len == 16 && (st != IBV_WC_LOC_LEN_ERR || buf[3] != 101))
-			FAIL("16 bytes: want LOC_LEN_ERR (%d) and the operand unchanged", IBV_WC_LOC_LEN_ERR);
+			FAIL("16 bytes: want LOC_LEN_ERR (%d), the operand unchanged",
+			     IBV_WC_LOC_LEN_ERR);
 	}
 	if (ibv_destroy_qp(qp) || ibv_destroy_qp(peer) || ibv_dereg_mr(mr))
 		FAIL("teardown: %s", strerror(errno));
@@ -2380,7 +2382,7 @@ static int mw_read(struct qp_env *e, struct ibv_qp *qp, struct ibv_mr *lmr, uint
 	struct ibv_sge sge = { .addr = (uintptr_t)mw_local, .length = 16, .lkey = lmr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
-				  .wr = { .rdma = { .remote_addr = (uintptr_t)mw_buf, .rkey = rkey } } };
+				  .wr.rdma = { .remote_addr = (uintptr_t)mw_buf, .rkey = rkey } };
 
 	return post_status(e, qp, &wr);
 }
