@@ -4,6 +4,10 @@
 #
 #   make run              bootstrap what is missing, build, boot a guest, create a device
 #   make check            the test suite that CI runs
+#   make check-full       everything make check runs, rxe live beside rxe_rs, every test on
+#                         the debug kernel, stress and fuzz at length (tools/check.sh)
+#   make rxe-baseline     rxe's outcomes of the side-by-side tests, recorded where their
+#                         inputs changed (ALL=1: every test) in selftests/rxe-baseline/
 #   make KDIR=/path       build rxe_rs.ko against your own Rust-enabled 7.2 build tree
 #   make module           build rxe_rs.ko against the cached test kernel (build/test/)
 #   make bootstrap        toolchain/guest tree and both test kernels, nothing else
@@ -55,6 +59,12 @@ run:
 check:
 	tools/check.sh
 
+check-full:
+	TIER=full tools/check.sh
+
+rxe-baseline:
+	TIER=baseline tools/check.sh
+
 rdma-core-tests:
 	tools/rdma-core-suite.sh
 
@@ -88,5 +98,5 @@ uninstall:
 clean:
 	rm -rf build
 
-.PHONY: default module bootstrap run check rdma-core-tests stress fuzz bench interop profile ab \
+.PHONY: default module bootstrap run check check-full rxe-baseline rdma-core-tests stress fuzz bench interop profile ab \
 	graft install uninstall clean

@@ -83,15 +83,17 @@ no_device() { [ -z "$(devices)" ]; }
 selected=$(awk '$1 == "run" { print $2 }' "$0" | grep -E "${ONLY:-.}" | grep -vE "${EXCEPT:-^$}" |
 	tr '\n' ' ')
 
+# HOOK=FILE (a file of the share) may define run_hook, which `run` calls with `start
+# NAME` before each test and `end NAME` after it (selftests/cover-hook.sh: snapshots of
+# the code each test ran, on make check's debug kernel).
+run_hook() { :; }
+[ -z "${HOOK:-}" ] || . "$HOOK"
+
 # run NAME FUNCTION: one TAP line; exit status 4 of the function means skip.
 run() {
 	local before_after=
-	# UNTIL=NAME runs the tests up to NAME and NAME itself (make check's first and second
-	# debug guests); AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering
-	# them still (make check's second and third debug guests, and a new boot after a test
-	# hung the guest). Both hold whether NAME is selected or not, and together.
-	[ -z "${until_passed:-}" ] || return
-	[ "$1" = "${UNTIL:-}" ] && until_passed=1
+	# AFTER=NAME leaves out the tests up to NAME and NAME itself, numbering them still
+	# (make check's new boot after a test hung the guest), whether NAME is selected or not.
 	if [ -n "${AFTER:-}" ]; then
 		[ "$1" = "$AFTER" ] && AFTER=
 		before_after=1
@@ -100,17 +102,12 @@ run() {
 	tap_n=$((tap_n + 1))
 	[ -z "$before_after" ] || return
 	uptime_cs; run_t0=$run_now
-	# DEADLINE=S (seconds after boot): a test that would start later is not run and skips
-	# as such, so that a guest too slow for its time still ends with its verdicts (make
-	# check names the tests it left out).
-	if [ -n "${DEADLINE:-}" ] && [ $((run_t0 / 100)) -ge "$DEADLINE" ]; then
-		echo "ok $tap_n $1 # SKIP not started: DEADLINE ($DEADLINE s after boot) passed"
-		return
-	fi
 	# Which test was running, should the guest hang or die in it.
 	echo "# start $tap_n $1"
+	run_hook start "$1"
 	"$2" > /tmp/test.log 2>&1
 	rc=$?
+	run_hook end "$1"
 	# How long it took, for finding where a slow guest's time goes.
 	uptime_cs; run_t0=$((run_now - run_t0))
 	echo "# time $tap_n $1 $((run_t0 / 100)).$((run_t0 / 10 % 10)) s"

@@ -5,10 +5,11 @@
 # in each, one side serves and the other is the client, which retries until the server
 # listens. TAP on stdout.
 #
-#   ROLE=a|b DRIVER=rxe|rxe_rs ME=ADDR PEER=ADDR [ONLY=REGEX] sh interop.sh
+#   ROLE=a|b DRIVER=rxe|rxe_rs ME=ADDR PEER=ADDR [ONLY=REGEX] [EXCEPT=REGEX] sh interop.sh
 #
 # ONLY (an extended regular expression) runs only the tests whose names match it, and
-# kernel_log_clean (tools/interop.sh reruns failed tests so). A failed test prints what
+# kernel_log_clean (tools/interop.sh reruns failed tests so); EXCEPT leaves out those
+# whose names match it (tools/interop.sh reruns a run cut short so). A failed test prints what
 # it printed, the device's counters that moved during it, and, if a side was still
 # running at its bound, where its tasks waited and the device's QPs; the frames of its
 # time go to /mnt/host/NAME.pcap.
@@ -44,7 +45,7 @@ if ! python3 /mnt/host/peer_up.py "$PEER" 600; then
 fi
 
 # wanted NAME: whether the test NAME runs in this run.
-wanted() { echo "$1" | grep -Eq "$ONLY"; }
+wanted() { echo "$1" | grep -Eq "$ONLY" && ! echo "$1" | grep -Eq "${EXCEPT:-^\$}"; }
 counters() {
 	for f in /sys/class/infiniband/$DEV/ports/1/hw_counters/*; do
 		echo "${f##*/} $(cat "$f")"

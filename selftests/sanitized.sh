@@ -3,7 +3,7 @@
 # Runs guest-tests.sh for rxe_rs on the debug kernel with its sanitizers watching:
 # kmemleak cleared before, the RDMA modules unloaded after, then a kmemleak scan into
 # /mnt/host/kmemleak.txt and lockdep's verdict into /mnt/host/lockdep.txt. The
-# environment (ONLY, EXCEPT, DEADLINE, WAIT_S, TOOL_S, STRESS_ROUNDS, PP_ITERS, PF_ITERS,
+# environment (ONLY, EXCEPT, WAIT_S, TOOL_S, STRESS_ROUNDS, PP_ITERS, PF_ITERS,
 # NETEM_ITERS, DESTROY_TRAFFIC_*, STORM_*, STALL_S, BUDGET_*, PKTFUZZ_*) passes
 # through to the tests; traffic runs fewer iterations here than on the test kernel (KASAN
 # under TCG is slow).
@@ -71,8 +71,6 @@ export CQ_MANY=${CQ_MANY:-200} QP_MANY=${QP_MANY:-60} STRESS_ROUNDS=${STRESS_ROU
 # Fewer destroys right after a receive (200 of each kind on the test kernel); this
 # kernel is where the acknowledgement was seen lost.
 export ACK_ROUNDS=${ACK_ROUNDS:-40}
-# Tests that would start more than DEADLINE s after boot skip as not started (make check
-# sets it for each of its debug guests): the verdicts below are still taken.
 kml=/sys/kernel/debug/kmemleak
 [ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
 dmesg | grep -q 'KernelAddressSanitizer initialized' && echo "sanitizer: KASAN on"

@@ -84,26 +84,6 @@ for rev in "$@"; do
 	names+=("$name")
 done
 
-# The counting plugin, built against the plugin API header of the host's QEMU (from the
-# upstream tarball of Debian's source package, which the archive keeps).
-tbcount_plugin() {
-	local ver up dir so
-	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
-		die "--count needs Debian's qemu-system-x86"
-	up=${ver#*:} && up=${up%-*}
-	dir=$RXE_RS_CACHE/qemu-plugin-$up
-	if [ ! -s "$dir/qemu-plugin.h" ]; then
-		mkdir -p "$dir"
-		curl -fsSL "http://deb.debian.org/debian/pool/main/q/qemu/qemu_$up.orig.tar.xz" |
-			tar -xJO --wildcards '*/include/qemu/qemu-plugin.h' > "$dir/qemu-plugin.h.new" ||
-			die "cannot fetch QEMU $up's plugin header"
-		mv "$dir/qemu-plugin.h.new" "$dir/qemu-plugin.h"
-	fi
-	so=$dir/tbcount-$(sha256sum "$TOOLS_DIR/qemu-tbcount.c" | cut -c1-16).so
-	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" -o "$so" \
-		"$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
-	echo "$so"
-}
 
 cat > "$out/cmd.sh" <<GUEST
 MODS="${names[*]}"

@@ -33,7 +33,7 @@ mmdebstrap --variant=apt --mode=root \
 	--customize-hook="sync-out /var/cache/apt/archives $debs" \
 	--customize-hook='echo rxe-guest > "$1/etc/hostname"' \
 	--customize-hook='printf "127.0.0.1 localhost rxe-guest\n" > "$1/etc/hosts"' \
-	sid "$root.tmp" "deb $DEBIAN_MIRROR sid main"
+	sid "$root.tmp" "deb $(debian_mirror) sid main"
 
 # The kernel source, unpacked once for every kernel build.
 tar -C "$root.tmp/usr/src" -xJf "$root.tmp/usr/src/linux-source-$KSERIES.tar.xz"

@@ -9,8 +9,8 @@ set -euo pipefail
 flavor=${1:?usage: build-module.sh test|debug [make args]}
 shift
 kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor")
-llvm=
-[ "$flavor" = debug ] && llvm=LLVM=1
+llvm=()
+[ "$flavor" = debug ] && llvm=(LLVM=1 "${DEBUG_LINES[@]}")
 mkdir -p "$TOP_DIR/build/$flavor"
-in_rootfs make -C "/cache/$(basename "$kdir")" M=/src MO="/src/build/$flavor" $llvm "$@" >&2
+in_rootfs make -C "/cache/$(basename "$kdir")" M=/src MO="/src/build/$flavor" "${llvm[@]}" "$@" >&2
 echo "$TOP_DIR/build/$flavor/rxe_rs.ko"

@@ -1,19 +1,37 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
-# make check: the test suite CI runs. Stages print their wall time; the run ends with
-# one line `N passed, N failed, N skipped` (tests on rxe_rs; rxe's outcomes are the
-# comparison) and exits non-zero on any failure.
+# make check: the test suite CI runs; make check-full (TIER=full): everything, at length;
+# make rxe-baseline (TIER=baseline): rxe's outcomes recorded anew, where they are stale.
+#
+# The run is a set of stages with dependencies, run two at a time (one per core) as
+# soon as what they need is there (tools/stages.sh). One budget bounds it all:
+# RXE_RS_CHECK_BUDGET_S seconds from the start (75 minutes; CI stops a run at 90).
+# Every guest gets as timeout what is left of the budget less the time the stages that
+# must follow it need (deadline below), so that a hung guest costs its stage, never the
+# run's verdicts: the run always ends with its stage table, its failures and one line
+# `N passed, N failed, N skipped` (tests on rxe_rs; rxe's outcomes are the comparison),
+# and exits non-zero on any failure.
+#
+# rxe's side of the side-by-side comparisons comes from its recorded outcomes
+# (selftests/rxe-baseline/, tools/baseline.py): a test whose inputs changed since they
+# were recorded runs on rxe in this run, and the run says so; `make rxe-baseline`
+# records them anew. make check-full runs rxe live instead.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
+TIER=${TIER:-check}
+case $TIER in check | full | baseline) ;; *) die "TIER is check, full or baseline" ;; esac
 out=$TOP_DIR/build/check
 rm -rf "$out"
 mkdir -p "$out"
-passed=0 failed=0 skipped=0
-pass() { passed=$((passed + 1)); printf 'PASS %s\n' "$1"; }
-fail() { failed=$((failed + 1)); printf 'FAIL %s\n' "$1"; printf '%s\n' "$1" >> "$out/failures"; }
-skip() { skipped=$((skipped + 1)); printf 'SKIP %s\n' "$1"; }
 T0=$(date +%s)
+budget=${RXE_RS_CHECK_BUDGET_S:-4500}
+[ "$TIER" != full ] || budget=${RXE_RS_CHECK_BUDGET_S:-14400}
+check_end=$((T0 + budget))
+. "$TOOLS_DIR/stages.sh"
+# The scripts the stages run (interop.sh, rdma-core-suite.sh) build nothing: the stages
+# they depend on have.
+export RXE_RS_BUILT=1
 
 # The run's logs outlive the checkout (CI clones afresh and keeps only the tail of the
 # output): build/check, the interop and pyverbs results and the guests' consoles are
@@ -35,226 +53,294 @@ keep_logs() {
 	echo "logs of this run: $logs"
 }
 # (Never the run's verdict: errexit does not apply inside a `||` list.)
-trap 'keep_logs || true' EXIT
+trap 'stages_kill; keep_logs || true' EXIT
 
-prepare_base
-
-stage_start "host tests (cargo)"
-crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" -not -path '*/fuzz/*' -not -path '*/target/*' | sort)
-if [ -z "$crates" ]; then
-	echo "no host crate yet"
-else
-	for c in $crates; do
-		if (cd "$(dirname "$c")" && cargo test --quiet > "$out/cargo-test.log" 2>&1); then pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"; else cat "$out/cargo-test.log"; fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"; fi
-	done
-fi
+# What every stage needs first: host packages and the toolchain tree (both cached; a
+# fresh machine builds the tree here, before anything can run in it).
+stage_start "host packages and toolchain tree"
+"$TOOLS_DIR/install-host.sh"
+rootfs_cached=cached
+[ -f "$(rootfs_dir)/.complete" ] || rootfs_cached=built
+"$TOOLS_DIR/bootstrap-rootfs.sh"
 stage_end
+stage_record prepare 0 "$(($(date +%s) - T0))" 0 0 "toolchain tree $rootfs_cached" 0
+
+# deadline STAGE_TAIL: the seconds a guest started now may run, leaving STAGE_TAIL
+# seconds of the budget for what must follow it (at least 60).
+deadline() {
+	local d=$((check_end - $(date +%s) - $1))
+	[ $d -ge 60 ] || d=60
+	echo $d
+}
+
+# ---------------------------------------------------------------------------------------
+# Host stages: no guest.
+
+st_host_tests() {
+	local crates c
+	crates=$(find "$TOP_DIR" -name Cargo.toml -not -path "$TOP_DIR/build/*" -not -path '*/fuzz/*' -not -path '*/target/*' | sort)
+	for c in $crates; do
+		if (cd "$(dirname "$c")" && cargo test --quiet > "$out/cargo-test.log" 2>&1); then
+			pass "cargo test $(dirname "${c#"$TOP_DIR"/}")"
+		else
+			cat "$out/cargo-test.log"
+			fail "cargo test $(dirname "${c#"$TOP_DIR"/}")"
+		fi
+	done
+	# The tools' own tests (tools/test_*.py: which changes make rxe's recorded outcomes
+	# stale).
+	if python3 -m unittest discover -s "$TOOLS_DIR" -p 'test_*.py' > "$out/tools-test.log" 2>&1; then
+		pass "tools' tests ($(grep -o 'Ran [0-9]* tests' "$out/tools-test.log"))"
+	else
+		cat "$out/tools-test.log"
+		fail "tools' tests"
+	fi
+	# rustfmt with the kernel's configuration.
+	if in_rootfs sh -c 'cd /src && rustfmt --check --edition 2021 \
+		--config-path /usr/src/linux-source-'"$KSERIES"'/.rustfmt.toml \
+		drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs drivers/infiniband/sw/rxe_rs/roce/lib.rs \
+		samples/rdma_minimal/rdma_minimal.rs'; then
+		pass "rustfmt"
+	else
+		fail "rustfmt"
+	fi
+	# The driver's files may name each other in one direction only, but for a module and
+	# its own children (tools/modgraph.py prints the cycles it finds).
+	if python3 "$TOOLS_DIR/modgraph.py"; then
+		pass "module graph"
+	else
+		fail "module graph: an import cycle between the driver's files"
+	fi
+}
 
 # The packet parser under libFuzzer for a bounded time. cargo-fuzz comes from crates.io
 # into ~/.cargo (outside the checkout, so a warm run has it); stable rustc takes the
 # nightly-only sanitizer flags with RUSTC_BOOTSTRAP=1. The corpus stays in build/.
-stage_start "fuzz: roce packet parser, ${RXE_RS_FUZZ_SECONDS:-60} s"
-fuzz_dir=$TOP_DIR/drivers/infiniband/sw/rxe_rs/roce/fuzz
-mkdir -p "$TOP_DIR/build/fuzz/corpus" "$TOP_DIR/build/fuzz/artifacts"
-if ! command -v cargo-fuzz >/dev/null && ! cargo install --quiet --locked cargo-fuzz --version 0.13.2; then
-	fail "fuzz: cargo-fuzz could not be installed"
-elif (cd "$fuzz_dir" && RUSTC_BOOTSTRAP=1 cargo fuzz run packet "$TOP_DIR/build/fuzz/corpus" -- \
-	-max_total_time="${RXE_RS_FUZZ_SECONDS:-60}" -artifact_prefix="$TOP_DIR/build/fuzz/artifacts/" \
-	> "$out/fuzz.log" 2>&1); then
-	pass "fuzz: $(grep -o 'Done [0-9]* runs' "$out/fuzz.log" | tail -n 1), no crash"
-else
-	tail -n 30 "$out/fuzz.log"
-	fail "fuzz: the packet parser crashed or the fuzzer failed (see build/check/fuzz.log)"
-fi
-stage_end
+st_fuzz() {
+	local fuzz_dir=$TOP_DIR/drivers/infiniband/sw/rxe_rs/roce/fuzz secs=$1
+	mkdir -p "$TOP_DIR/build/fuzz/corpus" "$TOP_DIR/build/fuzz/artifacts"
+	if ! command -v cargo-fuzz >/dev/null && ! cargo install --quiet --locked cargo-fuzz --version 0.13.2; then
+		fail "fuzz: cargo-fuzz could not be installed"
+	elif (cd "$fuzz_dir" && RUSTC_BOOTSTRAP=1 timeout $((secs + 600)) cargo fuzz run packet \
+		"$TOP_DIR/build/fuzz/corpus" -- -max_total_time="$secs" \
+		-artifact_prefix="$TOP_DIR/build/fuzz/artifacts/" > "$out/fuzz.log" 2>&1); then
+		pass "fuzz: packet parser, $(grep -o 'Done [0-9]* runs' "$out/fuzz.log" | tail -n 1) in $secs s, no crash"
+	else
+		tail -n 30 "$out/fuzz.log"
+		fail "fuzz: the packet parser crashed or the fuzzer failed (see build/check/fuzz.log)"
+	fi
+}
 
-stage_start "module build, CLIPPY=1, warnings are errors"
-if "$TOOLS_DIR/build-module.sh" test CLIPPY=1 > "$out/build.log" 2>&1; then
+# A kernel, from the cache or built (tools/build-kernel.sh).
+st_kernel() {
+	local flavor=$1
+	"$TOOLS_DIR/build-kernel.sh" "$flavor" > /dev/null 2> "$out/kernel-$flavor.log" || {
+		tail -n 40 "$out/kernel-$flavor.log"
+		fail "$flavor kernel build"
+		return 1
+	}
+	if grep -q "$flavor kernel $KVER" "$out/kernel-$flavor.log"; then
+		stage_note "built"
+		grep 'objects compiled' "$out/kernel-$flavor.log"
+	else
+		stage_note "cached"
+	fi
+}
+
+# The module against the test kernel with CLIPPY=1 (warnings are errors). This build is
+# the rxe_rs.ko every test-kernel guest loads.
+st_module() {
+	if ! "$TOOLS_DIR/build-module.sh" test CLIPPY=1 > "$out/build.log" 2>&1; then
+		cat "$out/build.log"
+		fail "module build with clippy"
+		return 1
+	fi
 	pass "module build with clippy"
-else
-	cat "$out/build.log"
-	fail "module build with clippy"
-	echo "$passed passed, $failed failed, $skipped skipped"
-	exit 1
-fi
-# objtool (7.2) knows core's panics by name but not those of a division by zero (their
-# mangled names are a character shorter than its pattern): after a call to one it
-# believes the function goes on, and warns, or builds wrong unwind data. The driver
-# divides only where the compiler sees the divisor is not zero.
-if in_rootfs objdump -dr /src/build/test/rxe_rs.ko /src/build/test/rdma_minimal.ko |
-	grep -E "panic_const_(div|rem)_by_zero" > "$out/divisions.txt"; then
-	cat "$out/divisions.txt"
-	fail "no division that objtool cannot follow (a call to a by-zero panic)"
-elif grep "objtool" "$out/build.log"; then
-	fail "module build: objtool warnings"
-else
-	pass "no objtool warning, no division by a divisor that may be zero"
-fi
-stage_end
+	# objtool (7.2) knows core's panics by name but not those of a division by zero
+	# (their mangled names are a character shorter than its pattern): after a call to
+	# one it believes the function goes on, and warns, or builds wrong unwind data. The
+	# driver divides only where the compiler sees the divisor is not zero.
+	if in_rootfs objdump -dr /src/build/test/rxe_rs.ko /src/build/test/rdma_minimal.ko |
+		grep -E "panic_const_(div|rem)_by_zero" > "$out/divisions.txt"; then
+		cat "$out/divisions.txt"
+		fail "no division that objtool cannot follow (a call to a by-zero panic)"
+	elif grep "objtool" "$out/build.log"; then
+		fail "module build: objtool warnings"
+	else
+		pass "no objtool warning, no division by a divisor that may be zero"
+	fi
+}
 
-stage_start "rustfmt --check"
-if in_rootfs sh -c 'cd /src && rustfmt --check --edition 2021 \
-	--config-path /usr/src/linux-source-'"$KSERIES"'/.rustfmt.toml \
-	drivers/infiniband/sw/rxe_rs/rxe_rs_main.rs drivers/infiniband/sw/rxe_rs/roce/lib.rs \
-	samples/rdma_minimal/rdma_minimal.rs'; then
-	pass "rustfmt"
-else
-	fail "rustfmt"
-fi
-stage_end
-
-# The driver's files may name each other in one direction only, but for a module and its
-# own children (tools/modgraph.py prints the cycles it finds).
-stage_start "module graph: no import cycle"
-if python3 "$TOOLS_DIR/modgraph.py"; then
-	pass "module graph"
-else
-	fail "module graph: an import cycle between the driver's files"
-fi
-stage_end
+# The test programs, the kernel-consumer module and rxe_rs with its KUnit suites, into
+# the test guests' share.
+st_share_test() {
+	make_share test > "$out/share-test.log" 2>&1 || {
+		cat "$out/share-test.log"
+		fail "selftests build"
+		return 1
+	}
+	pass "selftests build"
+}
 
 # The in-tree build: the driver grafted into the test kernel's source (tools/graft.sh),
 # configured through its Kconfig and built by the kernel's own build, not M=; the
-# selftests installed by the kselftest build beside that module (run further down).
-stage_start "in-tree build: tools/graft.sh, CONFIG_RDMA_RXE_RS=m, kselftest install"
-kselftest=
-if kselftest=$("$TOOLS_DIR/graft-build.sh" 2> "$out/graft.log"); then
-	if grep "objtool" "$out/graft.log"; then
-		fail "in-tree build: objtool warnings"
+# selftests installed by the kselftest build beside that module (run by st_suites).
+st_in_tree() {
+	if "$TOOLS_DIR/graft-build.sh" > "$out/graft.path" 2> "$out/graft.log"; then
+		if grep "objtool" "$out/graft.log"; then
+			fail "in-tree build: objtool warnings"
+		else
+			pass "in-tree build"
+		fi
 	else
-		pass "in-tree build"
+		tail -n 40 "$out/graft.log"
+		fail "in-tree build"
+		return 1
 	fi
-else
-	tail -n 40 "$out/graft.log"
-	fail "in-tree build"
-fi
-stage_end
+}
 
 # DKMS: dkms.conf as shipped builds the module against the test kernel's build tree, and
 # DKMS skips a kernel without Rust saying why (tools/dkms-check.sh).
-stage_start "DKMS: dkms.conf builds rxe_rs for the test kernel, skips one without Rust"
-if "$TOOLS_DIR/dkms-check.sh" > "$out/dkms.log" 2>&1; then
-	pass "dkms build"
-else
-	tail -n 40 "$out/dkms.log"
-	fail "dkms build"
-fi
-stage_end
-
-stage_start "selftests build"
-make_share test
-stage_end
-
-# The debug kernel's guests (rxe_rs alone under KASAN, kmemleak and lockdep) are the
-# longest stage: over an hour of tests on a slow host, in three boots. The first runs
-# the tests up to $debug_split on the second core while the test kernel's stages run on
-# the first; the second runs those after it up to $debug_split2, the third the rest,
-# each on whichever core is free first: the first guest's, once it has ended, or the
-# stages', once they have (so that both cores run guests at the end). All three are
-# judged in one stage at the end.
-# make check is to end within RXE_RS_CHECK_BUDGET_S seconds (80 minutes) of its start
-# even on a host slower than expected: each guest gets as DEADLINE (seconds after its
-# boot, after which it starts no test) what is left of that budget when it boots, less
-# a tail for the test then running and the sanitizers' verdicts (15 minutes for the
-# first guest, whose longest test took 8; 7 for the others, whose longest took 4); the
-# tests not started are named as skipped.
-debug_split=kernel_nvme_over_rdma debug_split2=reth_length_above_2g
-debug_pids= debug_t0=
-check_end=$((T0 + ${RXE_RS_CHECK_BUDGET_S:-4800}))
-# Runs debug guest PART (1, 2 or 3) in the foreground: sanitized.sh with the environment
-# ENV, in a share of its own, its DEADLINE leaving TAIL seconds of the budget; its exit
-# status goes to debug-PART.rc, the seconds at which it started and ended (since make
-# check's start) to debug-PART.times.
-run_debug() {
-	local part=$1 env=$2 debug_tail=$3 share=$TOP_DIR/build/share-debug-$1 t deadline
-	t=$(date +%s)
-	deadline=$((check_end - t - debug_tail))
-	[ $deadline -gt 0 ] || deadline=1
-	rm -rf "$share"
-	cp -a "$TOP_DIR/build/share-debug" "$share"
-	rm -f "$share/kmemleak.txt" "$share/lockdep.txt"
-	echo "cd /mnt/host && $env DEADLINE=$deadline sh sanitized.sh" > "$out/cmd-debug-$part.sh"
-	"$TOOLS_DIR/vm-run.sh" --kernel debug --share "$share" --timeout $((deadline + debug_tail)) \
-		"$out/cmd-debug-$part.sh" > "$out/debug-$part.console" 2>&1
-	echo $? > "$out/debug-$part.rc"
-	echo "$((t - T0)) $(($(date +%s) - T0))" > "$out/debug-$part.times"
-}
-# Runs the debug guests after the first that nobody has claimed yet, each claimed by
-# whoever gets to it first: the first guest's job when that guest has ended, or the
-# debug stage when the test kernel's stages have.
-run_debug_rest() {
-	if mkdir "$out/debug-2.claimed" 2>/dev/null; then
-		run_debug 2 "AFTER=$debug_split UNTIL=$debug_split2" 420
-	fi
-	if mkdir "$out/debug-3.claimed" 2>/dev/null; then
-		run_debug 3 "AFTER=$debug_split2" 420
+st_dkms() {
+	if "$TOOLS_DIR/dkms-check.sh" > "$out/dkms.log" 2>&1; then
+		pass "dkms build"
+	else
+		tail -n 40 "$out/dkms.log"
+		fail "dkms build"
 	fi
 }
-stage_start "debug kernel: build, then boot alongside the next stages"
-if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
-	echo "not started: RXE_RS_SKIP_DEBUG is set"
-elif "$TOOLS_DIR/build-kernel.sh" debug >/dev/null &&
-	"$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1 &&
-	make_share debug >> "$out/build-debug.log" 2>&1; then
-	debug_t0=$(date +%s)
-	(
-		set +e
-		run_debug 1 "UNTIL=$debug_split" 900
-		run_debug_rest
-	) &
-	debug_pids=$!
-fi
-stage_end
+
+st_debug_build() {
+	if "$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1 &&
+		make_share debug >> "$out/build-debug.log" 2>&1; then
+		pass "debug kernel: module, KUnit module and selftests build (clang)"
+	else
+		tail -n 40 "$out/build-debug.log"
+		fail "debug kernel: module, KUnit module or selftests build (clang)"
+		return 1
+	fi
+}
+
+# ---------------------------------------------------------------------------------------
+# Guests.
 
 # The TAP result lines of a guest's console (the serial console ends lines with CR).
 tap_of() {
 	tr -d '\r' < "$1" | grep -E '^(not )?ok [0-9]+ |^Bail out!' || true
 }
 
-# The five tests that took longest in a guest's console (guest-tests.sh's `# time` lines),
-# on one line: where a guest's time goes when it comes near its timeout.
+# The five tests that took longest in a guest's console (guest-tests.sh's `# time`
+# lines), on one line: where a guest's time goes when it comes near its timeout.
 slowest() {
 	tr -d '\r' < "$1" | awk '$1 == "#" && $2 == "time" { print $5, $4 }' | sort -rn |
 		take 5 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : "slowest tests: "), $2, $1 } END { if (NR) print "" }'
 }
 
-# Boots the guest per driver and collects TAP. A test that hangs or kills the guest is
-# recorded as `not ok N NAME # HUNG`, and the run goes on after it in a new boot (three
-# boots at most); the consoles of all boots end up in build/check/DRIVER.console.
-for drv in rxe rxe_rs; do
-	stage_start "selftests on $drv"
-	: > "$out/$drv.tap"
-	: > "$out/$drv.console"
-	after= boots=0
+# guest_tests NAME KERNEL SHARE TAIL ENV: guest-tests.sh (ENV in its environment) in
+# guests of KERNEL until it went through, into $out/NAME.tap and $out/NAME.console; the
+# guests see a copy of SHARE of their own, build/share-run-NAME (guests may run side by
+# side, and each writes its command, console and status into its share). A
+# test that hangs or kills the guest is recorded as `not ok N TEST # HUNG`, with the
+# console's tail, and the run goes on after it in a new boot (three boots at most). Each
+# boot may take what is left of the budget less TAIL seconds; a guest that made no
+# progress (no test started or ended) for 10 minutes is stopped as hung. COVER=1 runs
+# the guests under the counting plugin, with selftests/cover-hook.sh taking a snapshot
+# of the module's code that ran after each test, into the share's cover/.
+guest_tests() {
+	local name=$1 kernel=$2 share=$TOP_DIR/build/share-run-$1 tail=$4 env=$5 after= boots=0 rc hung
+	local plugin=() cover=
+	rm -rf "$share"
+	cp -a "$3" "$share"
+	rm -rf "$share/kmemleak.txt" "$share/lockdep.txt" "$share/cover"
+	: > "$out/$name.tap"
+	: > "$out/$name.console"
 	while :; do
 		boots=$((boots + 1))
-		printf 'cd /mnt/host && DRIVER=%s AFTER=%s sh guest-tests.sh\n' "$drv" "$after" > "$out/cmd-$drv.sh"
+		if [ -n "${COVER:-}" ]; then
+			mkdir -p "$share/cover"
+			plugin=(--plugin "$(tbcount_plugin),req=$share/cover/count-req,out=$share/cover/count.b$boots,min=ffffffffa0000000,delta=1")
+			cover="HOOK=/mnt/host/cover-hook.sh COVER_PREFIX=count.b$boots"
+		fi
+		printf 'cd /mnt/host && %s %s AFTER=%s sh %s\n' "$cover" "$env" "$after" \
+			"${GUEST_SCRIPT:-guest-tests.sh}" > "$out/cmd-$name.sh"
 		set +e
-		"$TOOLS_DIR/vm-run.sh" --kernel test --share "$TOP_DIR/build/share-test" --timeout 1500 \
-			--idle 600 "$out/cmd-$drv.sh" > "$out/$drv.boot" 2>&1
+		"$TOOLS_DIR/vm-run.sh" --kernel "$kernel" --share "$share" "${plugin[@]}" \
+			--timeout "$(deadline "$tail")" --idle 600 "$out/cmd-$name.sh" > "$out/$name.boot" 2>&1
 		rc=$?
 		set -e
-		cat "$out/$drv.boot" >> "$out/$drv.console"
-		tap_of "$out/$drv.boot" >> "$out/$drv.tap"
+		cat "$out/$name.boot" >> "$out/$name.console"
+		tap_of "$out/$name.boot" >> "$out/$name.tap"
 		# The plan line `1..N` ends a run that went through.
-		tr -d '\r' < "$out/$drv.boot" | matches '^1\.\.[0-9]+$' && break
-		echo "guest run $boots on $drv ended early (exit $rc); its last lines:"
-		tr -d '\r' < "$out/$drv.boot" | tail -n 30
+		tr -d '\r' < "$out/$name.boot" | matches '^1\.\.[0-9]+$' && break
+		echo "guest $name, boot $boots, ended early (exit $rc); the console's last lines:"
+		tr -d '\r' < "$out/$name.boot" | tail -n 30 | sed 's/^/  | /'
 		# The test that was running: the last one started that has no result line.
-		hung=$(tr -d '\r' < "$out/$drv.boot" | awk '
+		hung=$(tr -d '\r' < "$out/$name.boot" | awk '
 			$1 == "#" && $2 == "start" { n = $3; t = $4 }
 			($1 == "ok" && $3 == t) || ($1 == "not" && $4 == t) { t = "" }
 			END { if (t != "") print n, t }')
 		[ -n "$hung" ] || break
-		echo "not ok $hung # HUNG: the guest hung or died in this test (boot $boots)" >> "$out/$drv.tap"
-		[ $boots -lt 3 ] || break
+		echo "not ok $hung # HUNG: the guest hung or died in this test (boot $boots)" >> "$out/$name.tap"
+		[ $boots -lt 3 ] && [ "$(deadline "$tail")" -gt 60 ] || break
 		after=${hung#* }
 	done
-	rm -f "$out/$drv.boot"
-	slowest "$out/$drv.console"
-	[ -s "$out/$drv.tap" ] || { tail -n 40 "$out/$drv.console"; fail "guest run on $drv produced no results"; }
-	stage_end
-done
+	rm -f "$out/$name.boot"
+	slowest "$out/$name.console"
+	local n
+	n=$(grep -c '^ok' "$out/$name.tap" || true)
+	stage_note "$n ok in $boots boot(s)"
+}
+
+# The key of what rxe's outcomes depend on besides the tests: the test kernel's guest as
+# vm-run.sh describes it (QEMU's arguments, with the kernel's and the toolchain tree's
+# cache keys in their paths: the kernel's version and configuration, the tree's package
+# list), the guest tree's packages at their versions, and the guest's init.
+rxe_env_key() {
+	{
+		"$TOOLS_DIR/vm-run.sh" --kernel test --describe
+		dpkg-query --admindir="$(rootfs_dir)/var/lib/dpkg" -W
+	} | cache_key - "$TOOLS_DIR/guest-init.sh"
+}
+baseline_dir=$TOP_DIR/selftests/rxe-baseline
+
+st_selftests_rxe_rs() {
+	guest_tests rxe_rs test "$TOP_DIR/build/share-test" 900 "DRIVER=rxe_rs"
+	[ -s "$out/rxe_rs.tap" ] || { tail -n 40 "$out/rxe_rs.console"; fail "guest run on rxe_rs produced no results"; }
+}
+
+# rxe's outcomes: recorded, but for the tests whose key changed (all of them in make
+# check-full), which run on rxe here. $out/rxe.outcomes has TEST OUTCOME for every test.
+st_selftests_rxe() {
+	local env stale n_stale n_all
+	env=$(rxe_env_key)
+	python3 "$TOOLS_DIR/baseline.py" keys --env "$env" > "$out/rxe.keys"
+	n_all=$(wc -l < "$out/rxe.keys")
+	if [ "$TIER" = full ]; then
+		stale=$(awk '{ print $1 }' "$out/rxe.keys")
+	else
+		stale=$(python3 "$TOOLS_DIR/baseline.py" stale --env "$env" "$baseline_dir/selftests.txt")
+		python3 "$TOOLS_DIR/baseline.py" outcomes --env "$env" "$baseline_dir/selftests.txt" \
+			> "$out/rxe.outcomes"
+	fi
+	n_stale=$(printf '%s' "$stale" | grep -c . || true)
+	if [ "$n_stale" = 0 ]; then
+		echo "rxe: all $n_all tests' outcomes from selftests/rxe-baseline/selftests.txt"
+		stage_note "rxe: $n_all of $n_all recorded"
+		return 0
+	fi
+	echo "rxe: $n_stale of $n_all tests run here (their inputs changed since rxe's outcomes were recorded):"
+	echo "$stale" | tr '\n' ' ' | fold -s -w 88 | sed 's/^/  /'
+	echo
+	guest_tests rxe test "$TOP_DIR/build/share-test" 900 \
+		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
+	# This run's outcomes beside the recorded ones, and a baseline file with them (one
+	# run: make rxe-baseline records two).
+	cp "$baseline_dir/selftests.txt" "$out/rxe-baseline.txt"
+	python3 "$TOOLS_DIR/baseline.py" record --env "$env" "$out/rxe-baseline.txt" "$out/rxe.tap"
+	python3 "$TOOLS_DIR/baseline.py" outcomes --env "$env" "$out/rxe-baseline.txt" > "$out/rxe.outcomes"
+	[ "$TIER" = full ] || echo "note: \`make rxe-baseline\` records rxe's outcomes of these tests (twice) in selftests/rxe-baseline/; commit them"
+	stage_note "rxe: $((n_all - n_stale)) of $n_all recorded, $n_stale run"
+}
 
 # outcome FILE TEST -> ok | FAIL | hung | skip | -
 outcome() {
@@ -265,48 +351,56 @@ outcome() {
 }
 listed() { grep -qE "^$1[[:space:]]" "$TOP_DIR/selftests/differences.txt"; }
 
-stage_start "side-by-side report"
-tests=$(awk '$1 == "ok" { print $3 } $1 == "not" { print $4 }' "$out/rxe_rs.tap" "$out/rxe.tap" | awk '!seen[$0]++')
-printf '%-36s %-6s %-6s %s\n' test rxe rxe_rs verdict
-for t in $tests; do
-	a=$(outcome "$out/rxe.tap" "$t")
-	b=$(outcome "$out/rxe_rs.tap" "$t")
-	verdict=pass
-	# A failure on rxe_rs is one, listed or not: the listed differences are tests that
-	# rxe fails or skips.
-	# A test that hung rxe's guest says nothing against the test: no process may hang a
-	# kernel. On rxe_rs it is a failure like any other.
-	if [ "$b" = FAIL ] || [ "$b" = hung ]; then
-		verdict="FAIL"
-	elif [ "$a" = hung ]; then
-		verdict="pass (rxe hung)"
-	elif [ "$a" != "$b" ]; then
-		if listed "$t"; then verdict="pass (listed difference)"; else verdict="FAIL (differs from rxe)"; fi
+# Every rxe_rs test against rxe's outcome. A failure on rxe_rs is one, listed or not: the
+# listed differences (selftests/differences.txt) are tests that rxe fails or skips. A
+# test that hung rxe's guest says nothing against the test: no process may hang a
+# kernel. An rxe outcome that differed between its recorded runs (flaky) decides
+# nothing: the verdict is rxe_rs's own.
+st_side_by_side() {
+	local t a b verdict
+	printf '%-44s %-6s %-6s %s\n' test rxe rxe_rs verdict
+	for t in $(awk '{ print $1 }' "$out/rxe.keys"); do
+		a=$(awk -v t="$t" '$1 == t { print $2 }' "$out/rxe.outcomes")
+		a=${a:--}
+		b=$(outcome "$out/rxe_rs.tap" "$t")
+		verdict=pass
+		if [ "$b" = FAIL ] || [ "$b" = hung ]; then
+			verdict="FAIL"
+		elif [ "$a" = hung ]; then
+			verdict="pass (rxe hung)"
+		elif [ "$a" = flaky ]; then
+			verdict="pass (rxe flaky)"
+		elif [ "$a" != "$b" ]; then
+			if listed "$t"; then verdict="pass (listed difference)"; else verdict="FAIL (differs from rxe)"; fi
+		fi
+		[ "$b" = skip ] && [ "${verdict%% *}" = pass ] && verdict=skip
+		[ "$b" = - ] && verdict="FAIL (did not run)"
+		printf '%-44s %-6s %-6s %s\n' "$t" "$a" "$b" "$verdict"
+		case $verdict in
+		FAIL*) record FAIL "side by side: $t: $verdict (rxe $a, rxe_rs $b)" ;;
+		skip) record SKIP "side by side: $t" ;;
+		*) record PASS "side by side: $t" ;;
+		esac
+	done | tee "$out/report.txt"
+	if grep -q 'FAIL' "$out/report.txt"; then
+		echo "--- details of failures on rxe_rs:"
+		awk '/^not ok/ { p = 1; print; next } /^(ok|not ok) / { p = 0 } p && /^#/' "$out/rxe_rs.console" | take 60
 	fi
-	[ "$b" = skip ] && [ "$verdict" = pass ] && verdict=skip
-	[ "$b" = - ] && verdict="FAIL (did not run)"
-	printf '%-36s %-6s %-6s %s\n' "$t" "$a" "$b" "$verdict"
-	echo "${verdict%% *}" >> "$out/verdicts"
-	case $verdict in FAIL*) echo "side by side: $t: $verdict (rxe $a, rxe_rs $b)" >> "$out/failures" ;; esac
-done | tee "$out/report.txt"
-touch "$out/verdicts"
-passed=$((passed + $(grep -c '^pass$' "$out/verdicts" || true)))
-skipped=$((skipped + $(grep -c '^skip$' "$out/verdicts" || true)))
-failed=$((failed + $(grep -c '^FAIL$' "$out/verdicts" || true)))
-if grep -q '^FAIL$' "$out/verdicts"; then
-	echo "--- details of failures on rxe_rs:"
-	awk '/^not ok/ { p = 1; print; next } /^(ok|not ok) / { p = 0 } p && /^#/' "$out/rxe_rs.console" | take 60
-fi
-stage_end
+}
 
 # Wire interop: a guest with C rxe and one with rxe_rs on one link (tools/interop.sh);
 # every test must pass on both sides.
-stage_start "wire interop: C rxe and rxe_rs, two guests"
-# The big READ at 64 MiB here (over this lossy link it goes at under 1 MB/s, and the
-# stage shares the CPUs with the debug guest); `make interop` reads 256 MiB.
-READ_BIG=$((64 << 20)) "$TOOLS_DIR/interop.sh" > "$out/interop.log" 2>&1 || true
-report=$TOP_DIR/build/interop/report.txt
-if [ -s "$report" ]; then
+st_interop() {
+	local report=$TOP_DIR/build/interop/report.txt t a b verdict
+	# The big READ at 64 MiB here (over this lossy link it goes at under 1 MB/s); `make
+	# interop` reads 256 MiB.
+	READ_BIG=$((64 << 20)) GUEST_TIMEOUT=$(deadline 600) "$TOOLS_DIR/interop.sh" \
+		> "$out/interop.log" 2>&1 || true
+	if [ ! -s "$report" ]; then
+		tail -n 20 "$out/interop.log"
+		fail "interop: no results"
+		return
+	fi
 	while read -r t a b verdict; do
 		case $verdict in
 		"") pass "interop: $t" ;;
@@ -318,33 +412,92 @@ if [ -s "$report" ]; then
 		esac
 	done < "$report"
 	grep -E '^# .*(frames|ICRC)' "$TOP_DIR/build/interop/b.tap" || true
+	grep -E '^link:|NETDEV WATCHDOG|stopped' "$out/interop.log" || true
 	# The first failure of each side, with what its test printed.
 	if awk '$4 != "" { found = 1 } END { exit !found }' "$report"; then
-		grep -E '^link:' "$out/interop.log" || true
 		for side in a b; do
 			grep -m 1 -A 30 '^not ok' "$TOP_DIR/build/interop/$side.tap" | sed "s/^/$side: /" || true
 		done
 	fi
-else
-	tail -n 20 "$out/interop.log"
-	fail "interop: no results"
-fi
-stage_end
+}
 
-# The kernel's kselftest runner over the installed tree of the in-tree build, in one
-# boot: a few tests through each entry (rxe.sh, then rxe_rs.sh with the in-tree module),
-# the KUnit suites of that module among them. Each entry must pass.
-stage_start "kselftest runner: the in-tree module, a few tests on each driver"
-if [ -z "$kselftest" ]; then
-	fail "kselftest runner: no in-tree build to run"
-else
+# The commands of a guest that runs the kernel's rdma kselftests on DRIVER: rdma_rxe, or
+# rxe_rs installed in its place by make install as shipped (in copies of /lib/modules
+# and /etc/modprobe.d: the guest tree is the cached one).
+ksrdma_cmd() {
+	if [ "$1" = rxe_rs ]; then
+		echo 'k=/lib/modules/$(uname -r)'
+		echo 'cp -a $k /tmp/modules && mount --bind /tmp/modules $k'
+		echo 'mkdir /tmp/modprobe.d && cp -a /etc/modprobe.d/. /tmp/modprobe.d/'
+		echo 'mount --bind /tmp/modprobe.d /etc/modprobe.d'
+		echo 'make -s -C /mnt/host/src install KO=/mnt/host/rxe_rs.ko'
+	fi
+	# What rdma-core's udev rules load on a real machine when an RDMA device appears
+	# (the guest has no udev): rping needs /dev/infiniband/rdma_cm.
+	echo 'modprobe -a rdma_cm rdma_ucm'
+	echo 'cd /mnt/host/kselftest && ./run_kselftest.sh -c rdma'
+}
+
+# The kernel's own RDMA selftests (tools/testing/selftests/rdma, written for rdma_rxe)
+# on DRIVER, through the kselftest runner of the in-tree build's install, into
+# $out/ksrdma-DRIVER.txt.
+ksrdma_run() {
+	local drv=$1 kselftest=$2 ks_share=$TOP_DIR/build/share-ksrdma-$1
+	rm -rf "$ks_share"
+	mkdir -p "$ks_share/src/tools" "$ks_share/src/dist"
+	cp -a "$kselftest" "$ks_share/kselftest"
+	cp "$TOP_DIR/build/test/rxe_rs.ko" "$ks_share/"
+	cp "$TOP_DIR/Makefile" "$ks_share/src/"
+	cp "$TOP_DIR/tools/install.sh" "$ks_share/src/tools/"
+	cp "$TOP_DIR/dist/rxe_rs.conf" "$ks_share/src/dist/"
+	ksrdma_cmd "$drv" > "$out/cmd-ksrdma-$drv.sh"
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout "$(deadline 300)" \
+		"$out/cmd-ksrdma-$drv.sh" > "$out/ksrdma-$drv.console" 2>&1 || true
+	tr -d '\r' < "$out/ksrdma-$drv.console" > "$out/ksrdma-$drv.txt"
+}
+
+# ksrdma_results DRIVER: TEST OUTCOME (ok, skip or fail) for every test the runner lists.
+ksrdma_results() {
+	local t line
+	for t in $(sed -n 's/^rdma://p' "$(cat "$out/graft.path")/kselftest-list.txt"); do
+		line=$(grep -E "^(not )?ok [0-9]+ selftests: rdma: $t( |\$)" "$out/ksrdma-$1.txt" || true)
+		case $line in
+		"not ok"*) echo "$t fail" ;;
+		*"# SKIP"*) echo "$t skip" ;;
+		ok*) echo "$t ok" ;;
+		*) echo "$t fail" ;;
+		esac
+	done
+}
+
+# suite_baseline NAME KEY: whether rxe's recorded outcomes of suite NAME have key KEY
+# (then they are in $out/NAME-rxe.results, TEST OUTCOME, the outcome `flaky` where the
+# recorded runs differ).
+suite_baseline() {
+	local f=$baseline_dir/$1.txt
+	[ "$(sed -n 's/^# key //p' "$f" 2>/dev/null)" = "$2" ] || return 1
+	awk '!/^#/ && NF >= 2 { o = $2; for (i = 3; i <= NF; i++) if ($i != o) o = "flaky"; print $1, o }' \
+		"$f" > "$out/$1-rxe.results"
+}
+
+# The suites of the in-tree build and of rdma-core, in guests of the test kernel: the
+# kselftest runner over the in-tree module's install (a few tests through each entry,
+# the KUnit suites among them), the kernel's rdma kselftests on rxe_rs in rdma_rxe's
+# place, and rdma-core's pyverbs suite on rxe_rs. Every test that passes on rxe must
+# pass on rxe_rs; rxe's outcomes are recorded (selftests/rxe-baseline/) or, when their
+# key changed, measured here.
+st_suites() {
+	local kselftest ks_share entry env key r rs t bad n_rxe rec=
+	kselftest=$(cat "$out/graft.path")
+	env=$(rxe_env_key)
+
 	ks_share=$TOP_DIR/build/share-kselftest
 	rm -rf "$ks_share"
 	mkdir -p "$ks_share"
 	cp -a "$kselftest" "$ks_share/kselftest"
 	echo "cd /mnt/host/kselftest && ONLY='^(link_add|alloc_dealloc_pd|create_cq|kernel_consumer_verbs|kunit_suites)\$' ./run_kselftest.sh" \
 		> "$out/cmd-kselftest.sh"
-	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout 900 \
+	"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout "$(deadline 400)" \
 		"$out/cmd-kselftest.sh" > "$out/kselftest.console" 2>&1 || true
 	tr -d '\r' < "$out/kselftest.console" > "$out/kselftest.txt"
 	for entry in rxe.sh rxe_rs.sh; do
@@ -355,167 +508,239 @@ else
 			fail "kselftest runner: $entry"
 		fi
 	done
-fi
-stage_end
 
-# The kernel's own RDMA selftests (tools/testing/selftests/rdma, written for rdma_rxe),
-# as shipped, through the kselftest runner of the in-tree build's install: one boot with
-# rdma_rxe, one with rxe_rs installed in its place by make install as shipped (in copies
-# of /lib/modules and /etc/modprobe.d: the guest tree is the cached one). Every test that
-# passes on rxe must pass on rxe_rs.
-stage_start "the kernel's rdma kselftests: rdma_rxe, and rxe_rs in its place"
-if [ -z "$kselftest" ]; then
-	fail "rdma kselftests: no kselftest install to run"
-else
-	for drv in rxe rxe_rs; do
-		ks_share=$TOP_DIR/build/share-ksrdma-$drv
-		rm -rf "$ks_share"
-		mkdir -p "$ks_share/src/tools" "$ks_share/src/dist"
-		cp -a "$kselftest" "$ks_share/kselftest"
-		cp "$TOP_DIR/build/test/rxe_rs.ko" "$ks_share/"
-		cp "$TOP_DIR/Makefile" "$ks_share/src/"
-		cp "$TOP_DIR/tools/install.sh" "$ks_share/src/tools/"
-		cp "$TOP_DIR/dist/rxe_rs.conf" "$ks_share/src/dist/"
-		{
-			if [ $drv = rxe_rs ]; then
-				echo 'k=/lib/modules/$(uname -r)'
-				echo 'cp -a $k /tmp/modules && mount --bind /tmp/modules $k'
-				echo 'mkdir /tmp/modprobe.d && cp -a /etc/modprobe.d/. /tmp/modprobe.d/'
-				echo 'mount --bind /tmp/modprobe.d /etc/modprobe.d'
-				echo 'make -s -C /mnt/host/src install KO=/mnt/host/rxe_rs.ko'
-			fi
-			# What rdma-core's udev rules load on a real machine when an RDMA device
-			# appears (the guest has no udev): rping needs /dev/infiniband/rdma_cm.
-			echo 'modprobe -a rdma_cm rdma_ucm'
-			echo 'cd /mnt/host/kselftest && ./run_kselftest.sh -c rdma'
-		} > "$out/cmd-ksrdma-$drv.sh"
-		"$TOOLS_DIR/vm-run.sh" --kernel test --share "$ks_share" --timeout 900 \
-			"$out/cmd-ksrdma-$drv.sh" > "$out/ksrdma-$drv.console" 2>&1 || true
-		tr -d '\r' < "$out/ksrdma-$drv.console" > "$out/ksrdma-$drv.txt"
-	done
-	# ksrdma DRIVER TEST: the runner's verdict line of TEST on DRIVER: ok, skip or fail.
-	ksrdma() {
-		local line
-		line=$(grep -E "^(not )?ok [0-9]+ selftests: rdma: $2( |\$)" "$out/ksrdma-$1.txt" || true)
-		case $line in
-		"not ok"*) echo fail ;;
-		*"# SKIP"*) echo skip ;;
-		ok*) echo ok ;;
-		*) echo fail ;;
-		esac
-	}
-	for t in $(sed -n 's/^rdma://p' "$kselftest/kselftest-list.txt"); do
-		r=$(ksrdma rxe "$t") rs=$(ksrdma rxe_rs "$t")
+	# The kernel's rdma kselftests.
+	key=$(ksrdma_cmd rxe | cache_key - "$TOOLS_DIR/graft-build.sh" <(echo "$env"))
+	ksrdma_run rxe_rs "$kselftest"
+	ksrdma_results rxe_rs > "$out/ksrdma-rxe_rs.results"
+	if [ "$TIER" = check ] && suite_baseline ksrdma "$key"; then
+		rec="ksrdma recorded"
+	else
+		ksrdma_run rxe "$kselftest"
+		ksrdma_results rxe > "$out/ksrdma-rxe.results"
+		{ echo "# key $key"; cat "$out/ksrdma-rxe.results"; } > "$out/ksrdma.txt"
+		cp "$out/ksrdma-rxe.results" "$out/ksrdma-rxe.results.live"
+		echo "rxe: the kernel's rdma kselftests run here (their inputs changed since rxe's outcomes were recorded)"
+		rec="ksrdma run"
+	fi
+	while read -r t rs; do
+		r=$(awk -v t="$t" '$1 == t { print $2 }' "$out/ksrdma-rxe.results")
 		if [ "$rs" = ok ]; then
-			pass "rdma kselftest $t: rxe $r, rxe_rs $rs"
+			pass "rdma kselftest $t: rxe ${r:--}, rxe_rs $rs"
 		elif [ "$r" != ok ]; then
-			skip "rdma kselftest $t: rxe $r, rxe_rs $rs (does not pass on rxe either)"
+			skip "rdma kselftest $t: rxe ${r:--}, rxe_rs $rs (does not pass on rxe either)"
 		else
 			grep -A 20 "selftests: rdma: $t" "$out/ksrdma-rxe_rs.txt" | take 30
 			fail "rdma kselftest $t: rxe $r, rxe_rs $rs"
 		fi
-	done
-fi
-stage_end
+	done < "$out/ksrdma-rxe_rs.results"
 
-# rdma-core's own suite (pyverbs) on both drivers, one boot each: parity by test ID.
-# Every test that passes on rxe in this run must pass on rxe_rs (a skip there counts as
-# a failure), and no test may fail or err on rxe_rs.
-stage_start "rdma-core's test suite on rxe and rxe_rs (parity by test ID)"
-suite=$TOP_DIR/build/rdma-core-tests
-if "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite.log" 2>&1 &&
-	[ -s "$suite/rxe.results" ] && [ -s "$suite/rxe_rs.results" ]; then
-	grep -E '^(rxe|rxe_rs): |^tests whose outcome differs' "$out/rdma-core-suite.log" |
-		sed "s|$TOP_DIR/||"
-	bad=$(join -a1 -e - -o 0,1.2,2.2 "$suite/rxe.results" "$suite/rxe_rs.results" |
-		awk '$2 == "ok" && $3 != "ok" { print $1 " (rxe ok, rxe_rs " $3 ")" }
-			$3 == "FAIL" || $3 == "ERROR" { print $1 " (rxe " $2 ", rxe_rs " $3 ")" }' | sort -u)
-	n_rxe=$(grep -c ' ok$' "$suite/rxe.results" || true)
-	if [ -z "$bad" ]; then
-		pass "pyverbs parity: all $n_rxe tests that pass on rxe pass on rxe_rs; none fails on rxe_rs"
+	# rdma-core's own suite (pyverbs): parity by test ID. Every test that passes on rxe
+	# must pass on rxe_rs (a skip there counts as a failure), and no test may fail or err
+	# on rxe_rs.
+	local suite=$TOP_DIR/build/rdma-core-tests drivers=rxe_rs
+	key=$(cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$env"))
+	if [ "$TIER" = check ] && suite_baseline pyverbs "$key"; then
+		rec="$rec, pyverbs recorded"
 	else
-		echo "$bad" | while read -r t; do echo "pyverbs: $t"; done
-		fail "pyverbs parity: $(echo "$bad" | wc -l) tests (see above and build/rdma-core-tests/)"
+		drivers="rxe rxe_rs"
+		rec="$rec, pyverbs run"
 	fi
-else
-	tail -n 20 "$out/rdma-core-suite.log"
-	fail "pyverbs: the suite could not be run on both drivers"
-fi
-stage_end
+	if DRIVERS=$drivers GUEST_TIMEOUT=$(deadline 120) "$TOOLS_DIR/rdma-core-suite.sh" \
+		> "$out/rdma-core-suite.log" 2>&1 && [ -s "$suite/rxe_rs.results" ]; then
+		if [ "$drivers" != rxe_rs ]; then
+			{ echo "# key $key"; cat "$suite/rxe.results"; } > "$out/pyverbs.txt"
+			cp "$suite/rxe.results" "$out/pyverbs-rxe.results"
+			echo "rxe: pyverbs run here (its inputs changed since rxe's outcomes were recorded)"
+		fi
+		grep -E '^(rxe|rxe_rs): ' "$out/rdma-core-suite.log" | sed "s|$TOP_DIR/||"
+		bad=$(join -a1 -e - -o 0,1.2,2.2 "$out/pyverbs-rxe.results" "$suite/rxe_rs.results" |
+			awk '$2 == "ok" && $3 != "ok" { print $1 " (rxe ok, rxe_rs " $3 ")" }
+				$3 == "FAIL" || $3 == "ERROR" { print $1 " (rxe " $2 ", rxe_rs " $3 ")" }' | sort -u)
+		bad=$bad$(join -v2 "$out/pyverbs-rxe.results" "$suite/rxe_rs.results" |
+			awk '$2 == "FAIL" || $2 == "ERROR" { print "\n" $1 " (rxe -, rxe_rs " $2 ")" }')
+		n_rxe=$(grep -c ' ok$' "$out/pyverbs-rxe.results" || true)
+		if [ -z "$bad" ]; then
+			pass "pyverbs parity: all $n_rxe tests that pass on rxe pass on rxe_rs; none fails on rxe_rs"
+		else
+			echo "$bad" | sed '/^$/d; s/^/pyverbs: /'
+			fail "pyverbs parity: $(echo "$bad" | sed '/^$/d' | wc -l) tests (see above and build/rdma-core-tests/)"
+		fi
+	else
+		tail -n 20 "$out/rdma-core-suite.log"
+		fail "pyverbs: the suite could not be run on rxe_rs"
+	fi
+	stage_note "$rec"
+}
 
-stage_start "debug kernel (KASAN, kmemleak, lockdep): rxe_rs alone"
-if [ -n "${RXE_RS_SKIP_DEBUG:-}" ]; then
-	# For quick local runs only; CI never sets it.
-	skip "debug stage (RXE_RS_SKIP_DEBUG is set)"
-elif [ -n "$debug_pids" ]; then
-	# This core is free now: it runs the guests after the first that the first guest's
-	# job has not started.
-	(
-		set +e
-		run_debug_rest
-	) &
-	debug_pids="$debug_pids $!"
-	wait $debug_pids || true
-	echo "the debug guests ran for $(($(date +%s) - debug_t0))s (the first alongside the stages above, the others on whichever core was free)"
-	for part in 1 2 3; do
-		[ -r "$out/debug-$part.times" ] && read -r b e < "$out/debug-$part.times" &&
-			echo "debug $part: started ${b}s and ended ${e}s after make check started"
-	done
-	: > "$out/debug.tap"
-	for part in 1 2 3; do
-		console=$out/debug-$part.console share=$TOP_DIR/build/share-debug-$part
-		rc=$(cat "$out/debug-$part.rc" 2>/dev/null || echo 125)
-		tap_of "$console" | tee -a "$out/debug.tap" > "$out/debug-$part.tap"
-		slowest "$console"
-		[ $rc = 0 ] && pass "debug $part: guest ran to completion" ||
-			fail "debug $part: guest exited with $rc"
-		n_ok=$(grep '^ok' "$out/debug-$part.tap" | grep -vc '# SKIP' || true)
-		echo "debug $part: selftests on rxe_rs: $n_ok ok"
-		for t in $(awk '/# SKIP not started: DEADLINE/ { print $3 }' "$out/debug-$part.tap"); do
-			skip "debug $part: $t not started before the guest's DEADLINE (make check's time budget)"
-		done
-		[ "$n_ok" -gt 0 ] || fail "debug $part: no selftest passed"
-		if grep -q '^sanitizer: kmemleak scanned' "$console" &&
-			grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null &&
-			grep -q '^sanitizer: KASAN on' "$console"; then
-			pass "debug $part: sanitizers active (KASAN, kmemleak, lockdep debug_locks=1)"
-		else
-			fail "debug $part: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
-		fi
-		reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$console" || true)
-		if [ -z "$reports" ]; then
-			pass "debug $part: no KASAN/lockdep/WARN/BUG report"
-		else
-			echo "$reports" | take 40
-			fail "debug $part: kernel reports"
-		fi
-		if [ -s "$share/kmemleak.txt" ]; then
-			head -n 60 "$share/kmemleak.txt"
-			fail "debug $part: kmemleak reports leaks"
-		else
-			pass "debug $part: kmemleak clean"
-		fi
-	done
-	# A test that fails on the debug kernel fails the run. (The listed differences are
-	# where rxe fails or skips; rxe_rs passes every one of them.)
+# The debug kernel (KASAN, kmemleak, lockdep), rxe_rs alone (selftests/sanitized.sh):
+# in make check its shard (selftests/debug-shard.txt), in make check-full every test
+# but those sanitized.sh leaves out.
+st_debug() {
+	local share=$TOP_DIR/build/share-run-debug console reports n_ok env=
+	if [ "$TIER" = check ]; then
+		env="ONLY='^($(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | paste -sd '|'))\$'"
+	fi
+	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests debug debug "$TOP_DIR/build/share-debug" 120 "$env"
+	console=$out/debug.console
+	n_ok=$(grep '^ok' "$out/debug.tap" | grep -vc '# SKIP' || true)
+	echo "debug: selftests on rxe_rs: $n_ok ok"
+	[ "$n_ok" -gt 0 ] || fail "debug: no selftest passed"
 	for t in $(awk '$1 == "not" { print $4 }' "$out/debug.tap"); do
 		fail "debug: selftest $t"
 	done
-else
-	# The log is missing when the kernel build, not the module build, failed.
-	cat "$out/build-debug.log" 2>/dev/null || true
-	fail "debug: kernel, module or selftests build (clang-built kernel)"
-fi
-stage_end
+	for t in $(awk '$1 == "ok" && /# SKIP/ { print $3 }' "$out/debug.tap"); do
+		skip "debug: selftest $t"
+	done
+	if grep -q '^sanitizer: kmemleak scanned' "$console" &&
+		grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null &&
+		grep -q '^sanitizer: KASAN on' "$console"; then
+		pass "debug: sanitizers active (KASAN, kmemleak, lockdep debug_locks=1)"
+	else
+		fail "debug: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
+	fi
+	reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$console" || true)
+	if [ -z "$reports" ]; then
+		pass "debug: no KASAN/lockdep/WARN/BUG report"
+	else
+		echo "$reports" | take 40
+		fail "debug: kernel reports"
+	fi
+	if [ -s "$share/kmemleak.txt" ]; then
+		take 60 < "$share/kmemleak.txt"
+		fail "debug: kmemleak reports leaks"
+	else
+		pass "debug: kmemleak clean"
+	fi
+	# What of the driver and of rust/ ran under the sanitizers (tools/coverage.py).
+	if python3 "$TOOLS_DIR/coverage.py" --json "$out/debug-coverage.json" "$share/cover" \
+		"$TOP_DIR/build/debug/rxe_rs.ko" "$TOP_DIR/build/kunit-debug/rxe_rs.ko" \
+		> "$out/debug-coverage.txt" 2>&1; then
+		pass "debug: every file of the driver and of rust/ with code in the module ran under the sanitizers"
+	else
+		fail "debug: $(tail -n 1 "$out/debug-coverage.txt")"
+	fi
+	cat "$out/debug-coverage.txt"
+}
 
-echo "total wall time: $(($(date +%s) - T0))s"
-if [ -s "$out/failures" ]; then
-	echo "failed:"
-	sed 's/^/  /' "$out/failures"
+# make rxe-baseline (TIER=baseline): rxe's outcomes recorded anew, of the tests whose key
+# changed (ALL=1: of every test), from two runs on two guests side by side; the kernel's
+# rdma kselftests and pyverbs twice on rxe, where their keys changed (or ALL=1).
+st_baseline_selftests_rxe() {
+	local run=$1 env stale
+	env=$(rxe_env_key)
+	if [ -n "${ALL:-}" ]; then
+		stale=$(python3 "$TOOLS_DIR/baseline.py" keys --env "$env" | awk '{ print $1 }')
+	else
+		stale=$(python3 "$TOOLS_DIR/baseline.py" stale --env "$env" "$baseline_dir/selftests.txt")
+	fi
+	if [ -z "$stale" ]; then
+		echo "rxe: every test's recorded outcomes are its own"
+		return 0
+	fi
+	echo "rxe: run $run of $(echo "$stale" | wc -l) tests"
+	guest_tests "rxe-$run" test "$TOP_DIR/build/share-test" 600 \
+		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
+}
+st_baseline_suites_rxe() {
+	local kselftest env key run
+	kselftest=$(cat "$out/graft.path")
+	env=$(rxe_env_key)
+	key=$(ksrdma_cmd rxe | cache_key - "$TOOLS_DIR/graft-build.sh" <(echo "$env"))
+	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/ksrdma.txt" 2>/dev/null)" != "$key" ]; then
+		for run in 1 2; do
+			ksrdma_run rxe "$kselftest"
+			ksrdma_results rxe | sort > "$out/ksrdma-rxe-$run.results"
+		done
+		{
+			echo "# rxe's outcomes of the kernel's rdma kselftests (make rxe-baseline), two runs"
+			echo "# key $key"
+			join "$out/ksrdma-rxe-1.results" "$out/ksrdma-rxe-2.results"
+		} > "$baseline_dir/ksrdma.txt"
+		echo "rxe: the kernel's rdma kselftests recorded"
+	fi
+	key=$(cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$env"))
+	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/pyverbs.txt" 2>/dev/null)" != "$key" ]; then
+		for run in 1 2; do
+			DRIVERS=rxe "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite-$run.log" 2>&1
+			cp "$TOP_DIR/build/rdma-core-tests/rxe.results" "$out/pyverbs-rxe-$run.results"
+			grep '^rxe: ' "$out/rdma-core-suite-$run.log"
+		done
+		{
+			echo "# rxe's outcomes of rdma-core's test suite (make rxe-baseline), two runs"
+			echo "# key $key"
+			join -a1 -a2 -e - -o 0,1.2,2.2 "$out/pyverbs-rxe-1.results" "$out/pyverbs-rxe-2.results"
+		} > "$baseline_dir/pyverbs.txt"
+		echo "rxe: pyverbs recorded"
+	fi
+}
+st_baseline_record() {
+	local env
+	env=$(rxe_env_key)
+	[ -s "$out/rxe-1.tap" ] || return 0
+	python3 "$TOOLS_DIR/baseline.py" record --env "$env" "$baseline_dir/selftests.txt" \
+		"$out/rxe-1.tap" "$out/rxe-2.tap"
+	echo "rxe: outcomes recorded in selftests/rxe-baseline/selftests.txt; differing runs:"
+	python3 "$TOOLS_DIR/baseline.py" outcomes --env "$env" "$baseline_dir/selftests.txt" |
+		awk '$2 == "flaky"' | sed 's/^/  /'
+}
+
+# ---------------------------------------------------------------------------------------
+# The stages, in the order they are preferred when two are ready; a stage starts once
+# those it names have ended well.
+stage kernel-test "" st_kernel test
+stage module "kernel-test" st_module
+stage share-test "module" st_share_test
+if [ "$TIER" = baseline ]; then
+	mkdir -p "$baseline_dir"
+	stage rxe-1 "share-test" st_baseline_selftests_rxe 1
+	stage rxe-2 "share-test" st_baseline_selftests_rxe 2
+	stage in-tree "kernel-test" st_in_tree
+	stage suites-rxe "in-tree" st_baseline_suites_rxe
+	stage record "rxe-1 rxe-2" st_baseline_record
+	stages_run
+	stages_table | tee "$out/stages.txt"
+	stages_summary
+	exit
 fi
-if [ -s "$out/flaky" ]; then
-	echo "flaky (failed once, passed when run again alone):"
-	sed 's/^/  /' "$out/flaky"
+stage selftests-rxe_rs "share-test" st_selftests_rxe_rs
+stage kernel-debug "" st_kernel debug
+stage debug-build "kernel-debug" st_debug_build
+stage debug "debug-build" st_debug
+stage in-tree "kernel-test" st_in_tree
+stage selftests-rxe "share-test" st_selftests_rxe
+stage interop "module" st_interop
+stage suites "in-tree module" st_suites
+stage dkms "kernel-test" st_dkms
+stage host-tests "" st_host_tests
+# (make check-full runs the parser at length in tools/fuzz.sh.)
+stage fuzz "" st_fuzz "${RXE_RS_FUZZ_SECONDS:-60}"
+stage side-by-side "selftests-rxe_rs selftests-rxe" st_side_by_side
+if [ "$TIER" = full ]; then
+	# Both use the debug guests' share, after the debug stage.
+	stage stress "debug-build ~debug" "$TOOLS_DIR/stress.sh"
+	stage fuzz-verbs "debug-build ~stress" "$TOOLS_DIR/fuzz.sh"
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" = 0 ]
+stages_run
+
+echo "total wall time: $(($(date +%s) - T0))s (budget ${budget}s)"
+stages_table | tee "$out/stages.txt"
+set +e
+stages_summary | tee "$out/summary.txt"
+rc=${PIPESTATUS[0]}
+set -e
+# make check-full's last result, where a closing note can cite it (commit it).
+if [ "$TIER" = full ]; then
+	{
+		echo "make check-full at $(git -C "$TOP_DIR" rev-parse --short HEAD 2>/dev/null)$(
+			git -C "$TOP_DIR" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)'),"
+		echo "ended $(date -u +%Y-%m-%dT%H:%MZ) after $(($(date +%s) - T0)) s: $(tail -n 1 "$out/summary.txt")"
+		echo
+		cat "$out/stages.txt"
+		echo
+		grep -E '^(FAIL|SKIP) ' "$out/results" || true
+		echo
+		cat "$out/debug-coverage.txt" 2>/dev/null || true
+	} > "$TOP_DIR/Documentation/check-full-last.txt"
+fi
+exit "$rc"

@@ -22,8 +22,25 @@ matches() { re=$1 awk '$0 ~ ENVIRON["re"] { found = 1 } END { exit !found }'; }
 RXE_RS_CACHE=${RXE_RS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/rxe_rs}
 export RXE_RS_CACHE
 
-# Debian mirror for the sid tree; the snapshot it serves has an expired Release file.
-DEBIAN_MIRROR=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
+# The Debian archive the host's own apt uses (its sources), for the sid tree and for
+# source packages: the first whose Release file says Label: Debian, or, before the host
+# ever ran apt-get update, the first source whose suite is not a security or updates
+# suite. DEBIAN_MIRROR overrides it. The snapshot it serves may have an expired Release
+# file (the tree's apt options allow it).
+debian_mirror() {
+	local uri
+	if [ -n "${DEBIAN_MIRROR:-}" ]; then
+		echo "$DEBIAN_MIRROR"
+		return
+	fi
+	uri=$(apt-get indextargets --format '$(LABEL) $(TARGET_OF) $(REPO_URI)' 2>/dev/null |
+		awk '$1 == "Debian" && $2 == "deb" { print $3; exit }')
+	[ -n "$uri" ] || uri=$(apt-get indextargets --no-release-info \
+		--format '$(TARGET_OF) $(SUITE) $(REPO_URI)' 2>/dev/null |
+		awk '$1 == "deb" && $2 !~ /-(security|updates|backports)$/ { print $3; exit }')
+	[ -n "$uri" ] || die "no Debian archive in the host's apt sources (set DEBIAN_MIRROR)"
+	echo "${uri%/}"
+}
 
 stage_start() {
 	STAGE_NAME=$1
@@ -48,6 +65,11 @@ prepare_base() {
 	stage_end
 }
 
+# The debug kernel's builds of the module carry line tables (no other debug data): the
+# debug guests' coverage (tools/coverage.py) names the source line of each instruction
+# that ran. The code is the same as without them.
+DEBUG_LINES=(KRUSTFLAGS=-Cdebuginfo=line-tables-only KCFLAGS=-gline-tables-only)
+
 # The share a guest sees at /mnt/host: module, test binaries, scripts. Returns non-zero
 # if anything failed to build.
 make_share() {
@@ -61,20 +83,21 @@ make_share() {
 	cp "$TOP_DIR/dist/rxe_rs.conf" "$share/src/dist/"
 	cp "$TOP_DIR/selftests/guest-tests.sh" "$TOP_DIR/selftests/sanitized.sh" \
 		"$TOP_DIR/selftests/roce_send.py" "$TOP_DIR/selftests/live_qps.py" \
-		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" "$share/"
+		"$TOP_DIR/selftests/peer_qps.py" "$TOP_DIR/selftests/stall9p.py" \
+		"$TOP_DIR/selftests/cover-hook.sh" "$share/"
 	# The test programs, by the selftests' kselftest Makefile with the kernel's lib.mk.
 	in_rootfs make -s -C /src/selftests KSFT="/usr/src/linux-source-$KSERIES/tools/testing/selftests" \
 		OUTPUT="/src/build/share-$flavor/bin" >/dev/null || return
 	# The kernel-consumer checks are a module of their own, built like rxe_rs.
-	local kdir llvm=
+	local kdir llvm=()
 	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor") || return
-	[ "$flavor" = debug ] && llvm=LLVM=1
+	[ "$flavor" = debug ] && llvm=(LLVM=1 "${DEBUG_LINES[@]}")
 	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src/selftests/kverbs \
-		MO="/src/build/kverbs-$flavor" W=1 $llvm >/dev/null || return
+		MO="/src/build/kverbs-$flavor" W=1 "${llvm[@]}" >/dev/null || return
 	cp "$TOP_DIR/build/kverbs-$flavor/kverbs_test.ko" "$share/"
 	# And rxe_rs with its KUnit suites built in (guest-tests.sh's kunit_suites).
 	in_rootfs make -C "/cache/$(basename "$kdir")" M=/src MO="/src/build/kunit-$flavor" \
-		RXE_RS_KUNIT=1 $llvm >/dev/null || return
+		RXE_RS_KUNIT=1 "${llvm[@]}" >/dev/null || return
 	cp "$TOP_DIR/build/kunit-$flavor/rxe_rs.ko" "$share/rxe_rs_kunit.ko"
 }
 
@@ -146,6 +169,38 @@ rootfs_dir() {
 		"$(printf 'toolchain %s\n' "$(rootfs_key)" | cache_key - "$TOOLS_DIR/guest-packages.txt")"
 }
 
+# The debug guests' root: an ext4 image of the toolchain tree, without the kernel source
+# (which only the builds use) and with the guests' init, tools/guest-init.sh (vm-run.sh
+# explains why those guests boot from it). Cached beside the tree, keyed by it and the
+# init; made at most once at a time. Prints its path.
+rootfs_image() {
+	local root img
+	root=$(rootfs_dir)
+	img=$RXE_RS_CACHE/rootimg-$(printf '%s\n' "$(basename "$root")" |
+		cache_key - "$TOOLS_DIR/guest-init.sh").img
+	(
+		flock 9
+		[ -s "$img" ] && exit 0
+		rm -f "$RXE_RS_CACHE"/rootimg-*.img
+		unshare --mount --propagation private -- /bin/sh -ec '
+			root=$1 init=$2 img=$3
+			mount -t tmpfs tmpfs "$root/usr/src"
+			mkdir -p "$root/lib/modules"
+			# The init as it is now, executable, in place of the tree'"'"'s copy.
+			mount -t tmpfs tmpfs "$root/tmp"
+			install -m 0755 "$init" "$root/tmp/init"
+			touch "$root/sbin/rxe-rs-guest-init"
+			mount --bind "$root/tmp/init" "$root/sbin/rxe-rs-guest-init"
+			umount -l "$root/tmp"
+			truncate -s "$(du -sxm "$root" | cut -f1)M" "$img.tmp"
+			truncate -s +1G "$img.tmp"
+			mke2fs -q -t ext4 -L rxe-root -d "$root" "$img.tmp"
+			mv "$img.tmp" "$img"
+		' rootfs_image "$root" "$TOOLS_DIR/guest-init.sh" "$img" >&2
+	) 9> "$RXE_RS_CACHE/rootimg.lock" || die "cannot make the guests' root image"
+	echo "$img"
+}
+
 # Run a command inside the toolchain tree, in a private mount namespace so that the
 # bind mounts vanish with it and the tree stays bootable. The checkout is at /src and
 # the cache at /cache inside.
@@ -166,4 +221,37 @@ in_rootfs() {
 		exec chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin \
 			LANG=C.UTF-8 "$@"
 	' in_rootfs "$root" "$TOP_DIR" "$RXE_RS_CACHE" "$@"
+}
+
+# The counting plugin (qemu-tbcount.c, for make ab COUNT=1 and the debug guest's
+# coverage), built against the plugin API header of the host's QEMU, from Debian's
+# source package of that version (apt-get source, with deb-src entries made of the
+# host's own apt sources in a private apt state: the host's configuration is not
+# touched). Prints the plugin's path.
+tbcount_plugin() {
+	local ver up dir so apt tarball
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
+		die "the counting plugin needs Debian's qemu-system-x86"
+	up=${ver#*:} && up=${up%-*}
+	dir=$RXE_RS_CACHE/qemu-plugin-$up
+	if [ ! -s "$dir/qemu-plugin.h" ]; then
+		apt=$(mktemp -d)
+		mkdir -p "$dir" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/src"
+		apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE)' |
+			awk '$1 == "deb" { print "deb-src", $2, $3, "main" }' | sort -u > "$apt/sources.list"
+		local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/none"
+			-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
+		apt-get "${opts[@]}" -qq update &&
+			(cd "$apt/src" && apt-get "${opts[@]}" -qq source --download-only "qemu=$ver") ||
+			die "cannot get QEMU $ver's source package"
+		tarball=$(ls "$apt/src/"qemu_*.orig.tar.*)
+		tar -xO --wildcards -f "$tarball" '*/include/qemu/qemu-plugin.h' > "$dir/qemu-plugin.h.new" ||
+			die "no plugin header in QEMU $ver's source"
+		mv "$dir/qemu-plugin.h.new" "$dir/qemu-plugin.h"
+		rm -rf "$apt"
+	fi
+	so=$dir/tbcount-$(sha256sum "$TOOLS_DIR/qemu-tbcount.c" | cut -c1-16).so
+	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" -o "$so" \
+		"$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
+	echo "$so"
 }

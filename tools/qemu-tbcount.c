@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A QEMU TCG plugin for `make ab COUNT=1` (tools/ab.sh --count): counts how often each
+ * A QEMU TCG plugin for `make ab COUNT=1` (tools/ab.sh --count) and for make check's
+ * coverage of the debug guest (tools/coverage.py): counts how often each
  * translation block of the guest kernel runs, and so how many guest instructions.
  * Counts do not depend on how busy the host is, which timings under TCG do.
  *
@@ -8,6 +9,11 @@
  * the 9p share), the counts so far are written to PREFIX.N (N = 0, 1, ...), one line per
  * block: "VADDR INSNS EXECS" (hex, decimal, decimal), and FILE is removed. The guest
  * brackets a workload with two such snapshots and the difference is the workload's.
+ *
+ * min=HEX counts only the blocks at or above that address (the modules' area, for
+ * make check's coverage of the debug guest), and delta=1 writes in each snapshot only
+ * the blocks that ran since the last one, with what they ran since (selftests/
+ * cover-hook.sh takes one after each test).
  *
  * Only kernel addresses are counted. The vCPUs run in one thread (vm-run.sh uses
  * thread=single), so the inline counters are not raced by another vCPU; the snapshot
@@ -29,19 +35,22 @@ struct block {
 	uint64_t vaddr;
 	uint64_t insns;
 	uint64_t execs;
+	uint64_t last;
 	struct block *next;
 };
 
 static struct block *blocks;
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 static char req_path[4096], out_prefix[4000];
+static uint64_t min_vaddr = KERNEL_START;
+static int delta;
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
 	uint64_t va = qemu_plugin_tb_vaddr(tb);
 	struct block *b;
 
-	if (va < KERNEL_START)
+	if (va < min_vaddr)
 		return;
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -65,10 +74,14 @@ static void snapshot(int n)
 	if (!f)
 		return;
 	pthread_mutex_lock(&blocks_lock);
-	for (struct block *b = blocks; b; b = b->next)
-		if (b->execs)
+	for (struct block *b = blocks; b; b = b->next) {
+		uint64_t execs = b->execs, ran = delta ? execs - b->last : execs;
+
+		if (ran)
 			fprintf(f, "%llx %llu %llu\n", (unsigned long long)b->vaddr,
-				(unsigned long long)b->insns, (unsigned long long)b->execs);
+				(unsigned long long)b->insns, (unsigned long long)ran);
+		b->last = execs;
+	}
 	pthread_mutex_unlock(&blocks_lock);
 	fclose(f);
 }
@@ -95,6 +108,10 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			snprintf(req_path, sizeof(req_path), "%s", argv[i] + 4);
 		else if (!strncmp(argv[i], "out=", 4))
 			snprintf(out_prefix, sizeof(out_prefix), "%s", argv[i] + 4);
+		else if (!strncmp(argv[i], "min=", 4))
+			min_vaddr = strtoull(argv[i] + 4, NULL, 16);
+		else if (!strcmp(argv[i], "delta=1"))
+			delta = 1;
 	}
 	if (!req_path[0] || !out_prefix[0]) {
 		fprintf(stderr, "qemu-tbcount: req=FILE,out=PREFIX are required\n");

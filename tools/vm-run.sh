@@ -5,6 +5,18 @@
 #
 #   tools/vm-run.sh --kernel test|debug --share DIR [--timeout SECONDS]
 #                   [--idle SECONDS] [--link LPORT:RPORT:MAC] [--plugin SPEC] SCRIPT
+#   tools/vm-run.sh --kernel test|debug --describe
+#
+# --describe prints the guest's machine (QEMU's arguments, the kernel's command line
+# among them, with DIR as SHARE) and boots nothing: rxe's recorded outcomes are keyed by
+# it.
+#
+# The test kernel's guests have the toolchain tree as their root over virtio-9p; the
+# debug kernel's boot from an ext4 image of it on virtio-blk (tools/lib.sh,
+# rootfs_image), each with its writes in a snapshot of its own. Measured in one guest
+# of each kernel: the image starts a process a third sooner on the debug kernel
+# (/bin/true 164 ms against 242, python3 1.06 s against 1.52) and boots 12 s sooner,
+# and makes no difference on the test kernel (/bin/true 96 ms either way).
 #
 # DIR is shared with the guest at /mnt/host; SCRIPT is copied there as cmd.sh, together
 # with the kernel's modules. The console goes to stdout and DIR/console.log. The exit
@@ -19,9 +31,10 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-flavor=test share= timeout=600 idle= link= plugin=
-while [ $# -gt 1 ]; do
+flavor=test share= timeout=600 idle= link= plugin= describe=
+while [ $# -gt 1 ] || [ "${1:-}" = --describe ]; do
 	case $1 in
+	--describe) describe=1; shift ;;
 	--kernel) flavor=$2; shift 2 ;;
 	--share) share=$2; shift 2 ;;
 	--timeout) timeout=$2; shift 2 ;;
@@ -31,27 +44,31 @@ while [ $# -gt 1 ]; do
 	*) die "unknown option $1" ;;
 	esac
 done
-script=${1:?usage: vm-run.sh --kernel test|debug --share DIR [--timeout S] SCRIPT}
-[ -n "$share" ] || die "--share DIR is required"
+[ -n "$describe" ] || script=${1:?usage: vm-run.sh --kernel test|debug --share DIR [--timeout S] SCRIPT}
+[ -n "$share$describe" ] || die "--share DIR is required"
 
 kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor")
 root=$(rootfs_dir)
-mkdir -p "$share"
-share=$(cd "$share" && pwd)
-cp "$script" "$share/cmd.sh"
-rm -f "$share/exit-status" "$share/.qemu.pid"
-# The modules as installed by the kernel build, refreshed when the kernel changed.
-if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
-	rm -rf "$share/modules"
-	cp -a "$kdir/mod/lib/modules" "$share/modules"
-	echo "$kdir" > "$share/modules/.kernel"
+if [ -n "$describe" ]; then
+	share=SHARE
+else
+	mkdir -p "$share"
+	share=$(cd "$share" && pwd)
+	cp "$script" "$share/cmd.sh"
+	rm -f "$share/exit-status" "$share/.qemu.pid"
+	# The modules as installed by the kernel build, refreshed when the kernel changed.
+	if [ "$(cat "$share/modules/.kernel" 2>/dev/null)" != "$kdir" ]; then
+		rm -rf "$share/modules"
+		cp -a "$kdir/mod/lib/modules" "$share/modules"
+		echo "$kdir" > "$share/modules/.kernel"
+	fi
 fi
 # Guests may boot concurrently from the same tree: replace the init only when it
 # changed, and by an atomic rename, so that no boot sees a missing or partial file.
 # The init mounts the modules on /lib/modules, which a fresh tree does not have: made
 # here, before any guest boots (a guest that made it would race another through 9p).
 mkdir -p "$root/lib/modules"
-if ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
+if [ -z "$describe" ] && ! cmp -s "$TOOLS_DIR/guest-init.sh" "$root/sbin/rxe-rs-guest-init"; then
 	install -m 0755 "$TOOLS_DIR/guest-init.sh" "$root/sbin/.rxe-rs-guest-init.$$"
 	mv -f "$root/sbin/.rxe-rs-guest-init.$$" "$root/sbin/rxe-rs-guest-init"
 fi
@@ -64,12 +81,29 @@ if [ -n "$link" ]; then
 		-device "virtio-net-pci,netdev=n1,mac=$mac")
 fi
 
-append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
-append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
+if [ "$flavor" = debug ]; then
+	append="console=ttyS0 panic=-1 root=/dev/vda rootfstype=ext4 rw"
+	rootdev=(-drive "file=$(rootfs_image),if=virtio,format=raw,snapshot=on,cache=unsafe")
+else
+	append="console=ttyS0 panic=-1 root=rootfs rootfstype=9p"
+	append+=" rootflags=trans=virtio,version=9p2000.L,msize=262144,cache=loose rw"
+	rootdev=(-virtfs "local,path=$root,mount_tag=rootfs,security_model=passthrough,multidevs=remap")
+fi
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
 # Of the KUnit suites, only rxe_rs's run (as its KUnit build loads): not the kernel's own.
 append+=" kunit.filter_glob=rxe_rs*"
 [ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot"
+machine=(-accel tcg,thread=single -cpu max -smp 2 -m 2G
+	-nographic -no-reboot -nodefaults -serial stdio
+	-kernel "$kdir/arch/x86/boot/bzImage" -append "$append"
+	"${rootdev[@]}"
+	-virtfs "local,path=$share,mount_tag=host,security_model=passthrough,multidevs=remap"
+	-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0
+	"${qemu_args[@]}")
+if [ -n "$describe" ]; then
+	printf '%s\n' "${machine[@]}" | sed "s|$RXE_RS_CACHE/||g"
+	exit 0
+fi
 
 # Stops the guest once no test started or ended for $idle seconds.
 watch_progress() {
@@ -91,14 +125,7 @@ boot() {
 	[ -z "$idle" ] || { watch_progress & watcher=$!; }
 	set +e
 	timeout --foreground -k 5 "$timeout" qemu-system-x86_64 -pidfile "$share/.qemu.pid" \
-		-accel tcg,thread=single -cpu max -smp 2 -m 2G \
-		-nographic -no-reboot -nodefaults -serial stdio \
-		-kernel "$kdir/arch/x86/boot/bzImage" -append "$append" \
-		-virtfs "local,path=$root,mount_tag=rootfs,security_model=passthrough,multidevs=remap" \
-		-virtfs "local,path=$share,mount_tag=host,security_model=passthrough,multidevs=remap" \
-		-netdev user,id=n0,restrict=on -device virtio-net-pci,netdev=n0 \
-		"${qemu_args[@]}" \
-		</dev/null 2>&1 | tee "$share/console.log"
+		"${machine[@]}" </dev/null 2>&1 | tee "$share/console.log"
 	qemu=${PIPESTATUS[0]}
 	set -e
 	[ -z "$watcher" ] || kill "$watcher" 2>/dev/null || true

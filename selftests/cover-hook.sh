@@ -1,0 +1,62 @@
+# SPDX-License-Identifier: GPL-2.0
+# Sourced by guest-tests.sh (HOOK=/mnt/host/cover-hook.sh) in a guest that runs under
+# the counting plugin (tools/qemu-tbcount.c with req=/mnt/host/cover/count-req,
+# out=/mnt/host/cover/$COVER_PREFIX and delta=1): after each test, a snapshot of the
+# code blocks that ran since the one before, written by the plugin, and a marker
+# cover/module.ADDRESS-BUILDID for each rxe_rs module seen loaded meanwhile (looked
+# for twice a second while the test runs, so that a module loaded and unloaded within a
+# test, the KUnit build, is seen too). cover/index says which snapshot is which test's
+# and which modules it saw; tools/coverage.py names the source files each test ran.
+mkdir -p "$HOST/cover"
+cover_n=0
+
+# cover_look: the rxe_rs loaded now, if any, into /tmp/cover-seen. /proc/modules is read
+# with shell builtins alone (a process costs seconds on the debug kernel); only a module
+# not seen before costs two processes: its .text address (the section files of sysfs
+# cannot be read a byte at a time, as read does) and its build ID.
+cover_last=
+cover_look() {
+	local name size refs deps state addr text id
+	while read -r name size refs deps state addr; do
+		[ "$name" = rxe_rs ] || continue
+		if [ "$addr-$size" != "$cover_last" ]; then
+			text=$(cat /sys/module/rxe_rs/sections/.text 2>/dev/null) || return 0
+			id=$(od -An -tx1 /sys/module/rxe_rs/notes/.note.gnu.build-id | tr -d ' \n')
+			# The note's header (sizes, type, "GNU\0") is 16 bytes.
+			cover_marker=module.$text-${id#????????????????????????????????}
+			[ -e "$HOST/cover/$cover_marker" ] || true > "$HOST/cover/$cover_marker"
+			cover_last=$addr-$size
+		fi
+		echo "$cover_marker" >> /tmp/cover-seen
+	done < /proc/modules
+}
+
+run_hook() {
+	local i=0
+	if [ "$1" = start ]; then
+		cover_look
+		(while sleep 0.5; do cover_look; done) &
+		cover_poller=$!
+		return 0
+	fi
+	kill "$cover_poller" 2>/dev/null
+	wait "$cover_poller" 2>/dev/null
+	cover_look
+	# (Not `:`, whose failed redirection would end the shell. Seen once on the debug
+	# kernel: the share's cover/ not found for this, after 26 tests; the snapshot then
+	# goes to the next test.)
+	if ! true > "$HOST/cover/count-req"; then
+		echo "# cover: no snapshot after $2: $(ls -ld "$HOST" "$HOST/cover" 2>&1 | tr '\n' ' ')"
+		return 0
+	fi
+	while [ -e "$HOST/cover/count-req" ] && [ $i -lt 100 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	echo "$COVER_PREFIX.$cover_n $2 $(sort -u /tmp/cover-seen 2>/dev/null | tr '\n' ' ')" \
+		>> "$HOST/cover/index"
+	cover_n=$((cover_n + 1))
+	: > /tmp/cover-seen
+	# A module still loaded runs in the next snapshot too (the cleanup after this test).
+	cover_look
+}
