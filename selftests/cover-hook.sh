@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sourced by guest-tests.sh (HOOK=/mnt/host/cover-hook.sh) in a guest that runs under
 # the counting plugin (tools/qemu-tbcount.c with req=/mnt/host/cover/count-req,
-# out=/mnt/host/cover/$COVER_PREFIX and delta=1): after each test, a snapshot of the
-# code blocks that ran since the one before, written by the plugin, and a marker
+# out=/mnt/host/cover/$COVER_PREFIX, delta=1 and seq=1): after each test, a snapshot of
+# the code blocks that ran since the one before, written by the plugin, and a marker
 # cover/module.ADDRESS-BUILDID for each rxe_rs module seen loaded meanwhile (looked
 # for twice a second while the test runs, so that a module loaded and unloaded within a
 # test, the KUnit build, is seen too). cover/index says which snapshot is which test's
@@ -42,19 +42,13 @@ run_hook() {
 	kill "$cover_poller" 2>/dev/null
 	wait "$cover_poller" 2>/dev/null
 	cover_look
-	# (Not `:`, whose failed redirection would end the shell.) Seen once on the debug
-	# kernel, after 26 tests: the share's cover/ not found for this; tried again, a few
-	# times, and if it stays so the snapshot goes to the next test.
-	while ! true > "$HOST/cover/count-req"; do
-		i=$((i + 1))
-		if [ $i -ge 5 ]; then
-			echo "# cover: no snapshot after $2: $(ls -ld "$HOST" "$HOST/cover" 2>&1 | tr '\n' ' ')"
-			return 0
-		fi
-		sleep 1
-	done
-	i=0
-	while [ -e "$HOST/cover/count-req" ] && [ $i -lt 100 ]; do
+	# Snapshot N: asked for by cover/count-req.N, there once cover/$COVER_PREFIX.N is
+	# (qemu-tbcount.c with seq=1). Not `:`, whose failed redirection would end the shell.
+	if ! true > "$HOST/cover/count-req.$cover_n"; then
+		echo "# cover: no snapshot after $2"
+		return 0
+	fi
+	while [ ! -e "$HOST/cover/$COVER_PREFIX.$cover_n" ] && [ $i -lt 300 ]; do
 		sleep 0.1
 		i=$((i + 1))
 	done

@@ -260,7 +260,7 @@ guest_tests() {
 		boots=$((boots + 1))
 		if [ -n "${COVER:-}" ]; then
 			mkdir -p "$share/cover"
-			plugin=(--plugin "$(tbcount_plugin),req=$share/cover/count-req,out=$share/cover/count.b$boots,min=ffffffffa0000000,delta=1")
+			plugin=(--plugin "$(tbcount_plugin),req=$share/cover/count-req,out=$share/cover/count.b$boots,min=ffffffffa0000000,delta=1,seq=1")
 			cover="HOOK=/mnt/host/cover-hook.sh COVER_PREFIX=count.b$boots"
 		fi
 		printf 'cd /mnt/host && %s %s AFTER=%s sh %s\n' "$cover" "$env" "$after" \

@@ -13,7 +13,11 @@
  * min=HEX counts only the blocks at or above that address (the modules' area, for
  * make check's coverage of the debug guest), and delta=1 writes in each snapshot only
  * the blocks that ran since the last one, with what they ran since (selftests/
- * cover-hook.sh takes one after each test).
+ * cover-hook.sh takes one after each test). With seq=1, snapshot N is asked for by
+ * FILE.N and written as PREFIX.N.tmp, then renamed to PREFIX.N, which tells the guest
+ * it is there; no file is removed. (A FILE of one name that the host removes and the
+ * guest creates again was seen refused by the 9p share, for seconds at a time: "No such
+ * file or directory".)
  *
  * Only kernel addresses are counted. The vCPUs run in one thread (vm-run.sh uses
  * thread=single), so the inline counters are not raced by another vCPU; the snapshot
@@ -43,7 +47,7 @@ static struct block *blocks;
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 static char req_path[4096], out_prefix[4000];
 static uint64_t min_vaddr = KERNEL_START;
-static int delta;
+static int delta, seq;
 
 static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 {
@@ -66,11 +70,12 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 
 static void snapshot(int n)
 {
-	char path[4096 + 16];
+	char path[4096 + 16], tmp[4096 + 32];
 	FILE *f;
 
 	snprintf(path, sizeof(path), "%s.%d", out_prefix, n);
-	f = fopen(path, "w");
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	f = fopen(seq ? tmp : path, "w");
 	if (!f)
 		return;
 	pthread_mutex_lock(&blocks_lock);
@@ -84,16 +89,22 @@ static void snapshot(int n)
 	}
 	pthread_mutex_unlock(&blocks_lock);
 	fclose(f);
+	if (seq)
+		rename(tmp, path);
 }
 
 static void *watch(void *unused)
 {
+	char path[4096 + 16];
+
 	for (int n = 0;; ) {
 		usleep(20000);
-		if (access(req_path, F_OK))
+		snprintf(path, sizeof(path), seq ? "%s.%d" : "%s", req_path, n);
+		if (access(path, F_OK))
 			continue;
 		snapshot(n++);
-		unlink(req_path);
+		if (!seq)
+			unlink(req_path);
 	}
 	return NULL;
 }
@@ -112,6 +123,8 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_install(qemu_plugin_id_t id, const qemu_info_
 			min_vaddr = strtoull(argv[i] + 4, NULL, 16);
 		else if (!strcmp(argv[i], "delta=1"))
 			delta = 1;
+		else if (!strcmp(argv[i], "seq=1"))
+			seq = 1;
 	}
 	if (!req_path[0] || !out_prefix[0]) {
 		fprintf(stderr, "qemu-tbcount: req=FILE,out=PREFIX are required\n");
