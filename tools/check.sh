@@ -241,16 +241,16 @@ slowest() {
 # guest_tests NAME KERNEL SHARE TAIL ENV: guest-tests.sh (ENV in its environment) in
 # guests of KERNEL until it went through, into $out/NAME.tap and $out/NAME.console; the
 # guests see a copy of SHARE of their own, build/share-run-NAME (guests may run side by
-# side, and each writes its command, console and status into its share). A
-# test that hangs or kills the guest is recorded as `not ok N TEST # HUNG`, with the
-# console's tail, and the run goes on after it in a new boot (three boots at most). Each
-# boot may take what is left of the budget less TAIL seconds; a guest that made no
-# progress (no test started or ended) for 10 minutes is stopped as hung. COVER=1 runs
-# the guests under the counting plugin, with selftests/cover-hook.sh taking a snapshot
-# of the module's code that ran after each test, into the share's cover/.
+# side, and each writes its command, console and status into its share). A test that
+# hangs or kills the guest is recorded as `not ok N TEST # HUNG`, with the console's
+# tail, and the run goes on after it in a new boot (three boots at most). Each boot may
+# take what is left of the budget less TAIL seconds; a guest that made no progress (no
+# test started or ended) for 10 minutes is stopped as hung. COVER=1 runs the guests
+# under the counting plugin, with selftests/cover-hook.sh taking a snapshot of the
+# module's code that ran after each test, into the share's cover/.
 guest_tests() {
 	local name=$1 kernel=$2 share=$TOP_DIR/build/share-run-$1 tail=$4 env=$5 after= boots=0 rc hung
-	local plugin=() cover=
+	local plugin=() cover= n
 	rm -rf "$share"
 	cp -a "$3" "$share"
 	rm -rf "$share/kmemleak.txt" "$share/lockdep.txt" "$share/cover"
@@ -288,7 +288,6 @@ guest_tests() {
 	done
 	rm -f "$out/$name.boot"
 	slowest "$out/$name.console"
-	local n
 	n=$(grep -c '^ok' "$out/$name.tap" || true)
 	stage_note "$n ok in $boots boot(s)"
 }
