@@ -66,7 +66,9 @@ stage_end
 stage_record prepare 0 "$(($(date +%s) - T0))" 0 0 "toolchain tree $rootfs_cached" 0
 
 # deadline STAGE_TAIL: the seconds a guest started now may run, leaving STAGE_TAIL
-# seconds of the budget for what must follow it (at least 60).
+# seconds of the budget for what must follow it in its stage (at least 60): the
+# verdicts, two minutes, or the stage's next guests. Stages that run beside it need no
+# share of it, and none runs after the guests but the side-by-side table.
 deadline() {
 	local d=$((check_end - $(date +%s) - $1))
 	[ $d -ge 60 ] || d=60
@@ -305,7 +307,7 @@ rxe_env_key() {
 baseline_dir=$TOP_DIR/selftests/rxe-baseline
 
 st_selftests_rxe_rs() {
-	guest_tests rxe_rs test "$TOP_DIR/build/share-test" 900 "DRIVER=rxe_rs"
+	guest_tests rxe_rs test "$TOP_DIR/build/share-test" 120 "DRIVER=rxe_rs"
 	[ -s "$out/rxe_rs.tap" ] || { tail -n 40 "$out/rxe_rs.console"; fail "guest run on rxe_rs produced no results"; }
 }
 
@@ -332,7 +334,7 @@ st_selftests_rxe() {
 	echo "rxe: $n_stale of $n_all tests run here (their inputs changed since rxe's outcomes were recorded):"
 	echo "$stale" | tr '\n' ' ' | fold -s -w 88 | sed 's/^/  /'
 	echo
-	guest_tests rxe test "$TOP_DIR/build/share-test" 900 \
+	guest_tests rxe test "$TOP_DIR/build/share-test" 120 \
 		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
 	# This run's outcomes beside the recorded ones, and a baseline file with them (one
 	# run: make rxe-baseline records two).
@@ -395,7 +397,7 @@ st_interop() {
 	local report=$TOP_DIR/build/interop/report.txt t a b verdict
 	# The big READ at 64 MiB here (over this lossy link it goes at under 1 MB/s); `make
 	# interop` reads 256 MiB.
-	READ_BIG=$((64 << 20)) GUEST_TIMEOUT=$(deadline 600) "$TOOLS_DIR/interop.sh" \
+	READ_BIG=$((64 << 20)) GUEST_TIMEOUT=$(deadline 120) "$TOOLS_DIR/interop.sh" \
 		> "$out/interop.log" 2>&1 || true
 	if [ ! -s "$report" ]; then
 		tail -n 20 "$out/interop.log"
@@ -640,7 +642,7 @@ st_baseline_selftests_rxe() {
 		return 0
 	fi
 	echo "rxe: run $run of $(echo "$stale" | wc -l) tests"
-	guest_tests "rxe-$run" test "$TOP_DIR/build/share-test" 600 \
+	guest_tests "rxe-$run" test "$TOP_DIR/build/share-test" 120 \
 		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
 }
 st_baseline_suites_rxe() {
