@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # Sourced by guest-tests.sh (HOOK=/mnt/host/cover-hook.sh) in a guest that runs under
-# the counting plugin (tools/qemu-tbcount.c with req=/mnt/host/cover/count-req,
+# the counting plugin (tools/qemu-tbcount.c with req=/mnt/host/cover/$COVER_REQ,
 # out=/mnt/host/cover/$COVER_PREFIX, delta=1 and seq=1): after each test, a snapshot of
 # the code blocks that ran since the one before, written by the plugin, and a marker
 # cover/module.ADDRESS-BUILDID for each rxe_rs module seen loaded meanwhile (looked
@@ -42,9 +42,11 @@ run_hook() {
 	kill "$cover_poller" 2>/dev/null
 	wait "$cover_poller" 2>/dev/null
 	cover_look
-	# Snapshot N: asked for by cover/count-req.N, there once cover/$COVER_PREFIX.N is
-	# (qemu-tbcount.c with seq=1). Not `:`, whose failed redirection would end the shell.
-	if ! true > "$HOST/cover/count-req.$cover_n"; then
+	# Snapshot N: asked for by cover/$COVER_REQ.N, there once cover/$COVER_PREFIX.N is
+	# (qemu-tbcount.c with seq=1; both names are the boot's own, so a new boot after a
+	# hung test finds no request of the last one). Not `:`, whose failed redirection
+	# would end the shell.
+	if ! true > "$HOST/cover/$COVER_REQ.$cover_n"; then
 		echo "# cover: no snapshot after $2"
 		return 0
 	fi

@@ -86,7 +86,8 @@ stages_kill() {
 stages_run() {
 	local n d ok pid rc progress alarm
 	# A stage of its own that ends at the budget's end, less a minute for the summary.
-	sleep $((check_end - $(date +%s) - 60 > 1 ? check_end - $(date +%s) - 60 : 1)) &
+	sleep $((check_end - $(date +%s) - 60 > 1 ? check_end - $(date +%s) - 60 : 1)) \
+		> /dev/null 2>&1 &
 	alarm=$!
 	while :; do
 		progress=1
@@ -123,7 +124,14 @@ stages_run() {
 				progress=1
 			done
 		done
-		[ "$st_running" -gt 0 ] || break
+		if [ "$st_running" = 0 ]; then
+			# What still waits needs a stage that does not exist, or itself.
+			for n in "${st_order[@]}"; do
+				[ "${st_state[$n]}" = waiting ] || continue
+				record FAIL "stage $n: never ready (needs: ${st_needs[$n]})"
+			done
+			break
+		fi
 		set +e
 		wait -n -p pid
 		rc=$?
@@ -142,7 +150,9 @@ stages_run() {
 			{ wait; } 2>/dev/null
 			for n in "${st_order[@]}"; do
 				[ "${st_state[$n]}" != running ] || st_state[$n]=failed
-				[ "${st_state[$n]}" != waiting ] || st_state[$n]=skipped
+				[ "${st_state[$n]}" = waiting ] || continue
+				st_state[$n]=skipped
+				record FAIL "stage $n: not started before the end of the budget"
 			done
 			break
 		fi
