@@ -726,13 +726,15 @@ stage debug-build "kernel-debug" st_debug_build
 stage debug "debug-build" st_debug
 stage in-tree "kernel-test" st_in_tree
 stage selftests-rxe "share-test" st_selftests_rxe
+# Early in the order, so that the verdicts take the first free slot (last, they waited
+# behind the fuzzer in a run whose budget ran out, and were stopped unprinted).
+stage side-by-side "selftests-rxe_rs selftests-rxe" st_side_by_side
 stage interop "module" st_interop
 stage suites "in-tree module" st_suites
 stage dkms "kernel-test" st_dkms
 stage host-tests "" st_host_tests
 # (make check-full runs the parser at length in tools/fuzz.sh.)
 stage fuzz "" st_fuzz "${RXE_RS_FUZZ_SECONDS:-60}"
-stage side-by-side "selftests-rxe_rs selftests-rxe" st_side_by_side
 if [ "$TIER" = full ]; then
 	# Both use the debug guests' share, after the debug stage.
 	stage stress "debug-build ~debug" "$TOOLS_DIR/stress.sh"
