@@ -476,6 +476,12 @@ ksrdma_results() {
 	done
 }
 
+# The keys of rxe's recorded outcomes of the kernel's rdma kselftests and of pyverbs,
+# from rxe_env_key's ENV: what else their outcomes depend on (make check and make
+# rxe-baseline must agree on them).
+ksrdma_key() { ksrdma_cmd rxe | cache_key - "$TOOLS_DIR/graft-build.sh" <(echo "$1"); }
+pyverbs_key() { cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$1"); }
+
 # suite_baseline NAME KEY: whether rxe's recorded outcomes of suite NAME have key KEY
 # (then they are in $out/NAME-rxe.results, TEST OUTCOME, the outcome `flaky` where the
 # recorded runs differ).
@@ -516,7 +522,7 @@ st_suites() {
 	done
 
 	# The kernel's rdma kselftests.
-	key=$(ksrdma_cmd rxe | cache_key - "$TOOLS_DIR/graft-build.sh" <(echo "$env"))
+	key=$(ksrdma_key "$env")
 	ksrdma_run rxe_rs "$kselftest"
 	ksrdma_results rxe_rs > "$out/ksrdma-rxe_rs.results"
 	if [ "$TIER" = check ] && suite_baseline ksrdma "$key"; then
@@ -547,7 +553,7 @@ st_suites() {
 	# must pass on rxe_rs (a skip there counts as a failure), and no test may fail or err
 	# on rxe_rs.
 	local suite=$TOP_DIR/build/rdma-core-tests drivers=rxe_rs
-	key=$(cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$env"))
+	key=$(pyverbs_key "$env")
 	if [ "$TIER" = check ] && suite_baseline pyverbs "$key"; then
 		rec="$rec, pyverbs recorded"
 	else
@@ -654,7 +660,7 @@ st_baseline_suites_rxe() {
 	local kselftest env key run
 	kselftest=$(cat "$out/graft.path")
 	env=$(rxe_env_key)
-	key=$(ksrdma_cmd rxe | cache_key - "$TOOLS_DIR/graft-build.sh" <(echo "$env"))
+	key=$(ksrdma_key "$env")
 	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/ksrdma.txt" 2>/dev/null)" != "$key" ]; then
 		for run in 1 2; do
 			ksrdma_run rxe "$kselftest"
@@ -672,7 +678,7 @@ st_baseline_suites_rxe() {
 		} > "$baseline_dir/ksrdma.txt"
 		echo "rxe: the kernel's rdma kselftests recorded"
 	fi
-	key=$(cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$env"))
+	key=$(pyverbs_key "$env")
 	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/pyverbs.txt" 2>/dev/null)" != "$key" ]; then
 		for run in 1 2; do
 			DRIVERS=rxe "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite-$run.log" 2>&1
