@@ -11,13 +11,16 @@ stale, and make check runs it on rxe again.
 A test's key covers:
   - ENV, given by the caller: the test kernel's and the guest tree's cache keys and the
     guest's harness (tools/check.sh hashes these);
-  - guest-tests.sh's code (comment lines left out) outside the tests: every line outside a function, but the
-    `run` lines, and the functions that code and `run` call;
+  - guest-tests.sh's code (comment lines left out) outside the tests: every line
+    outside a function, but the `run` lines, and the functions that code and `run`
+    call; and where among those lines the test's `run` line is;
   - the test's own function and every function of guest-tests.sh that it calls, at any
     depth;
   - the files of selftests/ that these name (a program, a Python script, the kernel
     consumer module), through the variables that name them; a C program brings
-    verbs_common.h and the Makefile with it.
+    verbs_common.h and the Makefile with it, a Python script the scripts it imports, a
+    module built from a directory of selftests/ the whole directory;
+  - the sources of what a test loads from outside selftests/ (OUTSIDE).
 
 Usage:
   baseline.py keys --env ENV                  TEST KEY, for every test
@@ -33,6 +36,7 @@ Usage:
 import hashlib
 import os
 import re
+import subprocess
 import sys
 
 SELFTESTS = os.environ.get("RXE_RS_SELFTESTS") or os.path.join(
@@ -41,6 +45,10 @@ SELFTESTS = os.environ.get("RXE_RS_SELFTESTS") or os.path.join(
 NOT_INPUTS = {"guest-tests.sh", "differences.txt", "sanitized.sh", "interop.sh",
               "rxe.sh", "rxe_rs.sh", "settings", "config", "pcap_icrc.py", "peer_up.py",
               "read_big.c"}
+# What a test loads that is built from outside selftests/: the word that names it, and
+# the directories (from the top of the tree) of its sources.
+OUTSIDE = {"rdma_minimal": ("samples/rdma_minimal", "rust", "Kbuild")}
+IMPORT = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 
 FUNC = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\(\)\s*\{(.*)$")
 RUN = re.compile(r"^run\s+(\S+)\s+(\S+)\s*$")
@@ -70,7 +78,9 @@ def parse(text):
             continue
         r = RUN.match(line)
         if r:
-            tests.append((r.group(1), r.group(2)))
+            # Where the test runs among the top-level statements (before or after the
+            # driver is loaded, say).
+            tests.append((r.group(1), r.group(2), len(top)))
             continue
         top.append(line)
     return {k: "\n".join(v) for k, v in funcs.items()}, "\n".join(top), tests
@@ -87,19 +97,58 @@ def closure(roots, funcs):
     return "\n".join(funcs[n] for n in sorted(seen))
 
 
+def tree(top):
+    """The files of TOP (a file, or a directory's files at any depth) that git tracks,
+    sorted: what a fresh clone has, not a build's leftovers. Outside a git checkout
+    (tools/test_baseline.py's copies), every file."""
+    if os.path.isfile(top):
+        return [top]
+    try:
+        names = subprocess.run(["git", "-C", top, "ls-files", "-z", "."], check=True,
+                               capture_output=True).stdout.decode().split("\0")
+        return sorted(os.path.join(top, n) for n in names if n)
+    except (subprocess.CalledProcessError, OSError):
+        pass
+    out = []
+    for dirpath, dirs, names in os.walk(top):
+        dirs.sort()
+        out += [os.path.join(dirpath, n) for n in sorted(names)]
+    return out
+
+
 def input_files():
-    """Files of selftests/ by the word that names them (a stem, or a directory)."""
+    """Files by the word that names them: a file of selftests/ by its stem; a
+    directory of selftests/ (a module built from it) by its name and by each of its
+    files' stems; OUTSIDE's words."""
     files = {}
-    for dirpath, dirs, names in os.walk(SELFTESTS):
-        dirs[:] = [d for d in dirs if d != "rxe-baseline"]
-        rel = os.path.relpath(dirpath, SELFTESTS)
-        for n in sorted(names):
-            if rel == "." and n in NOT_INPUTS:
-                continue
-            path = os.path.join(dirpath, n)
-            word = rel.split(os.sep)[0] if rel != "." else os.path.splitext(n)[0]
-            files.setdefault(word, []).append(path)
+    for n in sorted(os.listdir(SELFTESTS)):
+        path = os.path.join(SELFTESTS, n)
+        if n in NOT_INPUTS or n == "rxe-baseline":
+            continue
+        if os.path.isdir(path):
+            sub = tree(path)
+            for word in {n} | {os.path.splitext(os.path.basename(p))[0] for p in sub}:
+                files.setdefault(word, []).extend(sub)
+        else:
+            files.setdefault(os.path.splitext(n)[0], []).append(path)
+    top = os.path.join(SELFTESTS, "..")
+    for word, dirs in OUTSIDE.items():
+        files[word] = [p for d in dirs for p in tree(os.path.join(top, d))]
     return files
+
+
+def with_imports(paths, files):
+    """PATHS and the Python scripts of selftests/ that their scripts import, at any
+    depth."""
+    out, todo = set(paths), [p for p in paths if p.endswith(".py")]
+    while todo:
+        with open(todo.pop()) as f:
+            for mod in IMPORT.findall(f.read()):
+                for p in files.get(mod, []):
+                    if p.endswith(".py") and p not in out:
+                        out.add(p)
+                        todo.append(p)
+    return sorted(out)
 
 
 def keys(env):
@@ -114,19 +163,19 @@ def keys(env):
     harness = closure([top, funcs.get("run", "")], funcs)
     common_code = top + "\n" + harness
     out = {}
-    for test, fn in tests:
+    for test, fn, place in tests:
         code = closure([fn], funcs)
         # What the functions name, the variables they read expanded once.
         words = set(WORD.findall(harness + "\n" + code))
         for v in list(words):
             for value in assigns.get(v, []):
                 words.update(WORD.findall(value))
-        paths = sorted({p for w in words for p in files.get(w, [])})
+        paths = with_imports({p for w in words for p in files.get(w, [])}, files)
         if any(p.endswith(".c") for p in paths):
             paths = sorted(set(paths) | set(files.get("verbs_common", []))
                            | set(files.get("Makefile", [])))
         h = hashlib.sha256()
-        for part in (env, common_code, test, code):
+        for part in (env, common_code, test, str(place), code):
             h.update(part.encode() + b"\0")
         for p in paths:
             h.update(os.path.relpath(p, SELFTESTS).encode() + b"\0")

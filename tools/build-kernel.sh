@@ -4,6 +4,8 @@
 #   tools/build-kernel.sh test    GCC, Rust, RDMA, rxe and siw as modules
 #   tools/build-kernel.sh debug   the same plus KASAN, kmemleak, lockdep, debugobjects,
 #                                 failslab; built with LLVM=1
+# Both start from allnoconfig, not from a distribution's defconfig: the fragments in
+# kernel/configs/ name what the guests and the tests use, and nothing else is built.
 # The result (bzImage, .config, modules installed under mod/, and the build tree that
 # out-of-tree modules build against) is cached under $RXE_RS_CACHE, keyed by the kernel
 # version, the fragments, the toolchain tree and the recipe version (tools/lib.sh). Prints the build dir.
@@ -11,13 +13,23 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 flavor=${1:?usage: build-kernel.sh test|debug}
-frags=("$TOP_DIR/kernel/configs/rxe_rs-test.config")
+frags=("$TOP_DIR/kernel/configs/rxe_rs-base.config" "$TOP_DIR/kernel/configs/rxe_rs-test.config")
 llvm=
+# The cache directory's name: the flavor, and which debug kernel.
+name=$flavor
 case $flavor in
 test) ;;
 debug)
 	frags+=("$TOP_DIR/kernel/configs/rxe_rs-debug.config")
 	llvm=1
+	# make check's debug kernel runs the debug shard, which needs none of the storage and
+	# file-system consumers: they are a sixth of the build. make check-full's
+	# (RXE_RS_DEBUG_KERNEL=full) has them.
+	case ${RXE_RS_DEBUG_KERNEL:-shard} in
+	shard) frags+=("$TOP_DIR/kernel/configs/rxe_rs-debug-shard.config") ;;
+	full) name=debug-full ;;
+	*) die "RXE_RS_DEBUG_KERNEL is shard or full, not $RXE_RS_DEBUG_KERNEL" ;;
+	esac
 	;;
 *) die "unknown kernel flavor $flavor" ;;
 esac
@@ -26,13 +38,13 @@ kernel_dir() {
 	local key
 	key=$(printf '%s %s %s %s\n' "$KVER" "$flavor" "$(rootfs_key)" "$KERNEL_RECIPE" |
 		cache_key - "${frags[@]}")
-	printf '%s/kernel-%s-%s\n' "$RXE_RS_CACHE" "$flavor" "$key"
+	printf '%s/kernel-%s-%s\n' "$RXE_RS_CACHE" "$name" "$key"
 }
 
 out=$(kernel_dir)
 # One build per flavor at a time; a second caller waits for the first one's result.
 mkdir -p "$RXE_RS_CACHE"
-exec 9>"$RXE_RS_CACHE/kernel-$flavor.lock"
+exec 9>"$RXE_RS_CACHE/kernel-$name.lock"
 flock 9
 if [ -f "$out/.complete" ]; then
 	echo "$out"
@@ -40,12 +52,12 @@ if [ -f "$out/.complete" ]; then
 fi
 
 stage_start "$flavor kernel $KVER (20 to 50 minutes at -j2 on a cold cache, the debug one the longer)"
-name=$(basename "$out")
+dir=$(basename "$out")
 rm -rf "$out"
 mkdir -p "$out"
 # Paths as seen inside the toolchain tree.
 src=/usr/src/linux-source-$KSERIES
-obj=/cache/$name
+obj=/cache/$dir
 inner_frags=()
 for f in "${frags[@]}"; do
 	inner_frags+=("/src/${f#"$TOP_DIR"/}")
@@ -53,7 +65,7 @@ done
 
 # The object count of the last build of this flavor (2400 before there is one): what
 # the progress line counts towards.
-objects_file=$RXE_RS_CACHE/kernel-$flavor.objects
+objects_file=$RXE_RS_CACHE/kernel-$name.objects
 total=$(cat "$objects_file" 2>/dev/null || true)
 [[ $total =~ ^[1-9][0-9]*$ ]] || total=2400
 
@@ -92,22 +104,25 @@ progress() {
 in_rootfs /bin/sh -ec '
 	src=$1; obj=$2; llvm=$3; jobs=$4; shift 4
 	mk() { make -C "$src" O="$obj" ${llvm:+LLVM=1} "$@"; }
-	mk -s x86_64_defconfig
+	mk -s allnoconfig
 	cd "$obj"
 	"$src"/scripts/kconfig/merge_config.sh -m -O "$obj" "$obj/.config" \
 		"$src/kernel/configs/kvm_guest.config" "$@" >/dev/null
 	mk -s olddefconfig
-	# Kconfig drops what it cannot satisfy without a word: check every line asked for.
-	missing=0
-	for f in "$@"; do
-		for want in $(grep -E "^CONFIG_[A-Za-z0-9_]+=" "$f"); do
-			if ! grep -qxF -- "$want" .config; then
-				echo "missing from the final .config: $want (asked by $f)" >&2
-				missing=1
-			fi
-		done
-	done
-	[ $missing = 0 ] || exit 1
+	# Kconfig drops what it cannot satisfy without a word: check every line asked for,
+	# as the last fragment that names the option asks for it.
+	awk '"'"'
+		FILENAME == ".config" { have[$0] = 1; if (match($0, /^CONFIG_[A-Za-z0-9_]+=/)) set[substr($0, 1, RLENGTH - 1)] = 1; next }
+		/^CONFIG_[A-Za-z0-9_]+=/ { o = $0; sub(/=.*/, "", o); want[o] = $0; from[o] = FILENAME }
+		/^# CONFIG_[A-Za-z0-9_]+ is not set$/ { want[$2] = ""; from[$2] = FILENAME }
+		END {
+			for (o in want)
+				if ((want[o] != "" && !(want[o] in have)) || (want[o] == "" && (o in set))) {
+					print "the final .config does not have " (want[o] == "" ? o " unset" : want[o]) " (asked by " from[o] ")" > "/dev/stderr"
+					bad = 1
+				}
+			exit bad
+		}'"'"' "$@" .config
 	mk -s rustavailable >&2
 	# Quiet (not silent) output: a line per object for the progress line.
 	mk -j"$jobs" bzImage modules
@@ -116,7 +131,7 @@ in_rootfs /bin/sh -ec '
 
 find "$out" -name '*.o' | wc -l > "$objects_file"
 touch "$out/.complete"
-for old in "$RXE_RS_CACHE"/kernel-"$flavor"-*; do
+for old in "$RXE_RS_CACHE"/kernel-"$name"-????????????????; do
 	[ "$old" = "$out" ] || rm -rf "$old" 2>/dev/null ||
 		echo "note: cannot remove $old" >&2
 done

@@ -29,6 +29,9 @@ mkdir -p "$out"
 T0=$(date +%s)
 budget=${RXE_RS_CHECK_BUDGET_S:-4500}
 [ "$TIER" != full ] || budget=${RXE_RS_CHECK_BUDGET_S:-14400}
+# make check-full's debug kernel has the storage and file-system consumers, which its
+# debug stage runs too; make check's leaves them out (tools/build-kernel.sh).
+[ "$TIER" != full ] || export RXE_RS_DEBUG_KERNEL=full
 check_end=$((T0 + budget))
 . "$TOOLS_DIR/stages.sh"
 # The scripts the stages run (interop.sh, rdma-core-suite.sh) build nothing: the stages
@@ -126,9 +129,11 @@ st_fuzz() {
 	mkdir -p "$TOP_DIR/build/fuzz/corpus" "$TOP_DIR/build/fuzz/artifacts"
 	if ! command -v cargo-fuzz >/dev/null && ! cargo install --quiet --locked cargo-fuzz --version 0.13.2; then
 		fail "fuzz: cargo-fuzz could not be installed"
-	elif (cd "$fuzz_dir" && RUSTC_BOOTSTRAP=1 timeout $((secs + 600)) cargo fuzz run \
+	# --foreground: in the stage's process group, which the end of the budget stops; it
+	# signals cargo alone, so an input that hangs ends the fuzzer by itself (-timeout).
+	elif (cd "$fuzz_dir" && RUSTC_BOOTSTRAP=1 timeout --foreground $((secs + 600)) cargo fuzz run \
 		--target-dir "$RXE_RS_CACHE/cargo-fuzz-target" packet \
-		"$TOP_DIR/build/fuzz/corpus" -- -max_total_time="$secs" \
+		"$TOP_DIR/build/fuzz/corpus" -- -max_total_time="$secs" -timeout=60 \
 		-artifact_prefix="$TOP_DIR/build/fuzz/artifacts/" > "$out/fuzz.log" 2>&1); then
 		pass "fuzz: packet parser, $(grep -o 'Done [0-9]* runs' "$out/fuzz.log" | tail -n 1) in $secs s, no crash"
 	else
@@ -138,9 +143,12 @@ st_fuzz() {
 }
 
 # A kernel, from the cache or built (tools/build-kernel.sh).
+# On an empty cache both are built side by side; the test kernel at a lower priority, as
+# the debug kernel and the debug shard after it are the longer chain of the run.
 st_kernel() {
-	local flavor=$1
-	"$TOOLS_DIR/build-kernel.sh" "$flavor" > /dev/null 2> "$out/kernel-$flavor.log" || {
+	local flavor=$1 nice=0
+	[ "$flavor" = debug ] || nice=10
+	nice -n $nice "$TOOLS_DIR/build-kernel.sh" "$flavor" > /dev/null 2> "$out/kernel-$flavor.log" || {
 		tail -n 40 "$out/kernel-$flavor.log"
 		fail "$flavor kernel build"
 		return 1
@@ -300,11 +308,18 @@ guest_tests() {
 # vm-run.sh describes it (QEMU's arguments, with the kernel's and the toolchain tree's
 # cache keys in their paths: the kernel's version and configuration, the tree's package
 # list), the guest tree's packages at their versions, and the guest's init.
+# Computed once a run (the stages that need it run side by side: the file is renamed in
+# place whole).
 rxe_env_key() {
-	{
-		"$TOOLS_DIR/vm-run.sh" --kernel test --describe
-		dpkg-query --admindir="$(rootfs_dir)/var/lib/dpkg" -W
-	} | cache_key - "$TOOLS_DIR/guest-init.sh"
+	local tmp=$out/rxe-env.key.$BASHPID
+	if [ ! -s "$out/rxe-env.key" ]; then
+		{
+			"$TOOLS_DIR/vm-run.sh" --kernel test --describe
+			dpkg-query --admindir="$(rootfs_dir)/var/lib/dpkg" -W
+		} | cache_key - "$TOOLS_DIR/guest-init.sh" > "$tmp" && mv "$tmp" "$out/rxe-env.key" ||
+			{ rm -f "$tmp"; return 1; }
+	fi
+	cat "$out/rxe-env.key"
 }
 baseline_dir=$TOP_DIR/selftests/rxe-baseline
 
@@ -485,9 +500,11 @@ pyverbs_key() { cache_key "$TOOLS_DIR/rdma-core-suite.sh" <(echo "$1"); }
 # suite_baseline NAME KEY: whether rxe's recorded outcomes of suite NAME have key KEY
 # (then they are in $out/NAME-rxe.results, TEST OUTCOME, the outcome `flaky` where the
 # recorded runs differ).
+# recorded_key NAME: the key of rxe's recorded outcomes of suite NAME.
+recorded_key() { sed -n 's/^# key //p' "$baseline_dir/$1.txt" 2>/dev/null; }
 suite_baseline() {
 	local f=$baseline_dir/$1.txt
-	[ "$(sed -n 's/^# key //p' "$f" 2>/dev/null)" = "$2" ] || return 1
+	[ "$(recorded_key "$1")" = "$2" ] || return 1
 	awk '!/^#/ && NF >= 2 { o = $2; for (i = 3; i <= NF; i++) if ($i != o) o = "flaky"; print $1, o }' \
 		"$f" > "$out/$1-rxe.results"
 }
@@ -661,7 +678,7 @@ st_baseline_suites_rxe() {
 	kselftest=$(cat "$out/graft.path")
 	env=$(rxe_env_key)
 	key=$(ksrdma_key "$env")
-	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/ksrdma.txt" 2>/dev/null)" != "$key" ]; then
+	if [ -n "${ALL:-}" ] || [ "$(recorded_key ksrdma)" != "$key" ]; then
 		for run in 1 2; do
 			ksrdma_run rxe "$kselftest"
 			ksrdma_results rxe | sort > "$out/ksrdma-rxe-$run.results"
@@ -679,7 +696,7 @@ st_baseline_suites_rxe() {
 		echo "rxe: the kernel's rdma kselftests recorded"
 	fi
 	key=$(pyverbs_key "$env")
-	if [ -n "${ALL:-}" ] || [ "$(sed -n 's/^# key //p' "$baseline_dir/pyverbs.txt" 2>/dev/null)" != "$key" ]; then
+	if [ -n "${ALL:-}" ] || [ "$(recorded_key pyverbs)" != "$key" ]; then
 		for run in 1 2; do
 			DRIVERS=rxe "$TOOLS_DIR/rdma-core-suite.sh" > "$out/rdma-core-suite-$run.log" 2>&1
 			cp "$TOP_DIR/build/rdma-core-tests/rxe.results" "$out/pyverbs-rxe-$run.results"

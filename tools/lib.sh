@@ -154,7 +154,7 @@ cache_key() {
 # Versions of the recipes that make the cached artefacts: bump one when a change to its
 # script changes what the script produces (not for changes of how it runs).
 ROOTFS_RECIPE=1
-KERNEL_RECIPE=1
+KERNEL_RECIPE=2
 
 # The toolchain's key, which the kernels' keys include: the packages of
 # rootfs-packages.txt and the recipe.

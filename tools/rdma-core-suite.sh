@@ -4,7 +4,8 @@
 # rdma_rxe and on rxe_rs, one boot each, with per-test results and their difference in
 # build/rdma-core-tests/. make check judges parity from them (tools/check.sh), and runs
 # it on rxe_rs alone (DRIVERS=rxe_rs) when rxe's outcomes are recorded. GUEST_TIMEOUT
-# bounds each guest (1200 s).
+# bounds all the guests together (1200 s each by default): each gets an equal share of
+# what is left when it starts.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -21,10 +22,14 @@ fi
 cp "$TOP_DIR/build/test/rxe_rs.ko" "$share/"
 
 drivers=${DRIVERS:-rxe rxe_rs}
-# The suite gets the guest's time less two minutes for the boot and the log.
-guest_timeout=${GUEST_TIMEOUT:-1200}
-suite_timeout=$((guest_timeout > 360 ? guest_timeout - 120 : guest_timeout * 2 / 3))
+read -ra left <<< "$drivers"
+end=$(($(date +%s) + ${GUEST_TIMEOUT:-$((1200 * ${#left[@]}))}))
 for drv in $drivers; do
+	guest_timeout=$(((end - $(date +%s)) / ${#left[@]}))
+	left=("${left[@]:1}")
+	((guest_timeout >= 60)) || guest_timeout=60
+	# The suite gets the guest's time less two minutes for the boot and the log.
+	suite_timeout=$((guest_timeout > 360 ? guest_timeout - 120 : guest_timeout * 2 / 3))
 	stage_start "rdma-core tests on $drv"
 	if [ $drv = rxe ]; then load="modprobe rdma_rxe"; else load="modprobe -a udp_tunnel ip6_udp_tunnel; insmod /mnt/host/rxe_rs.ko"; fi
 	cat > "$share/suite.sh" <<GUEST

@@ -23,7 +23,10 @@ class Keys(unittest.TestCase):
         self.tests = os.path.join(self.dir, "selftests")
         shutil.copytree(SELFTESTS, self.tests)
         self.baseline = os.path.join(self.dir, "baseline.txt")
-        # One recorded run in which every test passed.
+        self.setUp_record()
+
+    def setUp_record(self):
+        """One recorded run in which every test passed."""
         tap = os.path.join(self.dir, "run.tap")
         with open(tap, "w") as f:
             for i, (t, _) in enumerate(sorted(self.keys().items())):
@@ -91,6 +94,42 @@ class Keys(unittest.TestCase):
         self.assertTrue(self.users_of("vo") <= stale)
         self.assertNotIn("create_cq", stale)  # verbs_basic's
         self.assertNotIn("link_add", stale)
+
+    def test_imported_script_changed(self):
+        # peer_qps.py imports live_qps.py: the tests that run either are stale.
+        with open(os.path.join(self.tests, "live_qps.py"), "a") as f:
+            f.write("# edited\n")
+        stale = self.stale()
+        self.assertIn("hostile_packets_to_live_qps", stale)
+        self.assertIn("forged_responses_unsent_psns", stale)  # a peer_qps.py test
+        self.assertNotIn("create_cq", stale)
+
+    def test_module_source_changed(self):
+        # kverbs_test.ko, named by its stem, is built from selftests/kverbs/.
+        with open(os.path.join(self.tests, "kverbs", "kverbs_test.c"), "a") as f:
+            f.write("/* edited */\n")
+        stale = self.stale()
+        self.assertIn("isolation_ud_kernel_consumer_ah", stale)
+        self.assertIn("kernel_consumer_verbs", stale)
+        self.assertNotIn("create_cq", stale)
+
+    def test_outside_source_changed(self):
+        # The sample driver is built from samples/ and rust/, outside selftests/.
+        src = os.path.join(self.dir, "rust", "lib.rs")
+        os.makedirs(os.path.dirname(src))
+        with open(src, "w") as f:
+            f.write("// one\n")
+        self.setUp_record()
+        with open(src, "w") as f:
+            f.write("// two\n")
+        self.assertEqual(self.stale(), {"minimal_sample_driver"})
+
+    def test_test_moved_past_load(self):
+        # A test moved from before the driver's loading to after it: only it is stale.
+        self.edit("guest-tests.sh", "run minimal_sample_driver t_minimal_sample\n", "")
+        self.edit("guest-tests.sh", "run link_add t_link_add\n",
+                  "run link_add t_link_add\nrun minimal_sample_driver t_minimal_sample\n")
+        self.assertEqual(self.stale(), {"minimal_sample_driver"})
 
     def test_harness_changed(self):
         self.edit("guest-tests.sh", "\tdel_all >/dev/null 2>&1\n", "\tdel_all >/dev/null 2>&1 || :\n")

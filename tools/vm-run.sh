@@ -92,7 +92,7 @@ fi
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
 # Of the KUnit suites, only rxe_rs's run (as its KUnit build loads): not the kernel's own.
 append+=" kunit.filter_glob=rxe_rs*"
-[ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot"
+[ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot pci=noacpi"
 machine=(-accel tcg,thread=single -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nodefaults -serial stdio
 	-kernel "$kdir/arch/x86/boot/bzImage" -append "$append"
