@@ -23,7 +23,7 @@ debug)
 	frags+=("$TOP_DIR/kernel/configs/rxe_rs-debug.config")
 	llvm=1
 	# make check's debug kernel runs the debug shard, which needs none of the storage and
-	# file-system consumers: they are a sixth of the build. make check-full's
+	# file-system consumers: they are a quarter of its build. make check-full's
 	# (RXE_RS_DEBUG_KERNEL=full) has them.
 	case ${RXE_RS_DEBUG_KERNEL:-shard} in
 	shard) frags+=("$TOP_DIR/kernel/configs/rxe_rs-debug-shard.config") ;;
@@ -42,7 +42,7 @@ kernel_dir() {
 }
 
 out=$(kernel_dir)
-# One build per flavor at a time; a second caller waits for the first one's result.
+# One build per kernel at a time; a second caller waits for the first one's result.
 mkdir -p "$RXE_RS_CACHE"
 exec 9>"$RXE_RS_CACHE/kernel-$name.lock"
 flock 9

@@ -92,6 +92,8 @@ fi
 append+=" init=/sbin/rxe-rs-guest-init loglevel=4"
 # Of the KUnit suites, only rxe_rs's run (as its KUnit build loads): not the kernel's own.
 append+=" kunit.filter_glob=rxe_rs*"
+# pci=noacpi: the interrupt routing from the BIOS's table; ACPI's _PRT ran into ACPICA's
+# 30 s loop timeout once per PCI device on the debug kernel (the devices use MSI-X).
 [ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot pci=noacpi"
 machine=(-accel tcg,thread=single -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nodefaults -serial stdio
