@@ -112,13 +112,18 @@ in_rootfs /bin/sh -ec '
 	# Kconfig drops what it cannot satisfy without a word: check every line asked for,
 	# as the last fragment that names the option asks for it.
 	awk '"'"'
-		FILENAME == ".config" { have[$0] = 1; if (match($0, /^CONFIG_[A-Za-z0-9_]+=/)) set[substr($0, 1, RLENGTH - 1)] = 1; next }
+		FILENAME == ".config" {
+			have[$0] = 1
+			if (match($0, /^CONFIG_[A-Za-z0-9_]+=/)) set[substr($0, 1, RLENGTH - 1)] = 1
+			next
+		}
 		/^CONFIG_[A-Za-z0-9_]+=/ { o = $0; sub(/=.*/, "", o); want[o] = $0; from[o] = FILENAME }
 		/^# CONFIG_[A-Za-z0-9_]+ is not set$/ { want[$2] = ""; from[$2] = FILENAME }
 		END {
 			for (o in want)
 				if ((want[o] != "" && !(want[o] in have)) || (want[o] == "" && (o in set))) {
-					print "the final .config does not have " (want[o] == "" ? o " unset" : want[o]) " (asked by " from[o] ")" > "/dev/stderr"
+					print "the final .config does not have " \
+						(want[o] == "" ? o " unset" : want[o]) " (asked by " from[o] ")" > "/dev/stderr"
 					bad = 1
 				}
 			exit bad
