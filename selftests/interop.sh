@@ -44,6 +44,10 @@ if ! python3 /mnt/host/peer_up.py "$PEER" 600; then
 	exit 1
 fi
 
+# took NAME: how long the test NAME took since $t0 (uptime in centiseconds, from now()),
+# as guest-tests.sh prints it, for the host's list of the slowest.
+now() { read -r up _ < /proc/uptime; echo "${up%.*}${up#*.}"; }
+took() { up=$(($(now) - t0)); echo "# time $n $1 $((up / 100)).$((up / 10 % 10)) s"; }
 # wanted NAME: whether the test NAME runs in this run.
 wanted() { echo "$1" | grep -Eq "$ONLY" && ! echo "$1" | grep -Eq "${EXCEPT:-^\$}"; }
 counters() {
@@ -94,6 +98,7 @@ t() {
 	n=$((n + 1))
 	counters > /tmp/counters.before
 	start=$(date +%s.%N)
+	t0=$(now)
 	if [ "$ROLE" = "$2" ]; then
 		bounded 60 sh -c "$3" > /tmp/out 2>&1
 	else
@@ -101,6 +106,7 @@ t() {
 		client sh -c "$4" > /tmp/out 2>&1
 	fi
 	rc=$?
+	took "$1"
 	if [ $rc = 0 ]; then echo "ok $n $1"; return; fi
 	echo "not ok $n $1"
 	sed 's/^/#   /' /tmp/out | tail -n 40
@@ -140,12 +146,14 @@ big=${READ_BIG:-268435456}
 for s in ${READ_BIG_SERVERS:-b}; do
 	wanted "read_${big}_bytes_served_by_$s" || continue
 	n=$((n + 1))
+	t0=$(now)
 	if [ "$ROLE" = "$s" ]; then
 		timeout -k 10 1320 /mnt/host/bin/read_big serve $DEV "$gid" 18600 "$big" > /tmp/out 2>&1
 	else
 		timeout -k 10 1320 /mnt/host/bin/read_big get $DEV "$gid" "$PEER" 18600 "$big" > /tmp/out 2>&1
 	fi
 	rc=$?
+	took "read_${big}_bytes_served_by_$s"
 	sed 's/^/# /' /tmp/out
 	# Whether the link's NIC stopped sending (its transmit watchdog fired).
 	[ $rc = 0 ] || dmesg | grep -m 1 'NETDEV WATCHDOG' | sed 's/^/# the link stopped sending: /'
@@ -155,15 +163,19 @@ done
 # and every ICRC, both sides' frames, checks out (selftests/pcap_icrc.py).
 if wanted capture_decodes_as_roce_v2 || wanted capture_icrc_good_both_directions; then
 	n=$((n + 1))
+	t0=$(now)
 	tshark -r /tmp/roce.pcap -d udp.port==4791,infiniband -T fields -e infiniband.bth.opcode \
 		-e _ws.malformed > /tmp/frames 2>/tmp/tshark.err
 	total=$(wc -l < /tmp/frames)
 	decoded=$(awk -F '\t' '$1 != "" && $2 == ""' /tmp/frames | wc -l)
+	took capture_decodes_as_roce_v2
 	echo "# tshark: $total frames captured on $DRIVER's side, $decoded decoded as InfiniBand BTH"
 	if [ "$total" -gt 0 ] && [ "$decoded" = "$total" ]; then echo "ok $n capture_decodes_as_roce_v2"; else
 		echo "not ok $n capture_decodes_as_roce_v2"; head -n 5 /tmp/frames /tmp/tshark.err | sed 's/^/#   /'; fi
 	n=$((n + 1))
+	t0=$(now)
 	if python3 /mnt/host/pcap_icrc.py /tmp/roce.pcap > /tmp/icrc 2>&1; then r=ok; else r="not ok"; fi
+	took capture_icrc_good_both_directions
 	sed 's/^/# /' /tmp/icrc
 	echo "$r $n capture_icrc_good_both_directions"
 fi

@@ -71,6 +71,9 @@ export CQ_MANY=${CQ_MANY:-200} QP_MANY=${QP_MANY:-60} STRESS_ROUNDS=${STRESS_ROU
 # Fewer destroys right after a receive (200 of each kind on the test kernel); this
 # kernel is where the acknowledgement was seen lost.
 export ACK_ROUNDS=${ACK_ROUNDS:-40}
+# at WHAT: the uptime at WHAT, on the console: where the guest's time went besides the
+# tests (guest-tests.sh prints theirs).
+at() { read -r up _ < /proc/uptime; echo "# uptime ${up%.*} s: $1"; }
 kml=/sys/kernel/debug/kmemleak
 [ -w $kml ] && echo "sanitizer: kmemleak on" || echo "sanitizer: kmemleak missing"
 dmesg | grep -q 'KernelAddressSanitizer initialized' && echo "sanitizer: KASAN on"
@@ -78,7 +81,9 @@ echo clear > $kml
 # No scan every ten minutes during the tests (minutes of CPU under KASAN): the scans at the
 # end find what leaked.
 echo scan=off > $kml
+at "the tests start"
 cd /mnt/host && DRIVER=rxe_rs sh guest-tests.sh
+at "the tests ended"
 # Every RDMA module out, whichever test ran last.
 rmmod rxe_rs 2>/dev/null
 modprobe -r ib_uverbs
@@ -86,6 +91,7 @@ modprobe -r ib_uverbs
 sleep 5; echo scan > $kml; sleep 5
 # A kmemleak that disabled itself refuses the scan: then its silence means nothing.
 echo scan > $kml && echo "sanitizer: kmemleak scanned"
+at "kmemleak scanned"
 cat $kml > /mnt/host/kmemleak.txt
 grep debug_locks: /proc/lockdep_stats > /mnt/host/lockdep.txt
 exit 0

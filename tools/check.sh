@@ -33,6 +33,11 @@ budget=${RXE_RS_CHECK_BUDGET_S:-4500}
 # debug stage runs too; make check's leaves them out (tools/build-kernel.sh).
 [ "$TIER" != full ] || export RXE_RS_DEBUG_KERNEL=full
 check_end=$((T0 + budget))
+# The in-guest fuzzers run shorter in make check than their defaults: the verbs fuzzer
+# 20 s instead of 60, the packet mutation fuzzer 30 s instead of 75 (as on the debug
+# kernel); make check-full runs them at length, and the verbs fuzzer for 20 minutes more.
+fuzz_env=
+[ "$TIER" != check ] || fuzz_env="FUZZ_SECONDS=20 PKTFUZZ_SECONDS=30"
 . "$TOOLS_DIR/stages.sh"
 # The scripts the stages run (interop.sh, rdma-core-suite.sh) build nothing: the stages
 # they depend on have.
@@ -324,7 +329,7 @@ rxe_env_key() {
 baseline_dir=$TOP_DIR/selftests/rxe-baseline
 
 st_selftests_rxe_rs() {
-	guest_tests rxe_rs test "$TOP_DIR/build/share-test" 120 "DRIVER=rxe_rs"
+	guest_tests rxe_rs test "$TOP_DIR/build/share-test" 120 "DRIVER=rxe_rs $fuzz_env"
 	[ -s "$out/rxe_rs.tap" ] || { tail -n 40 "$out/rxe_rs.console"; fail "guest run on rxe_rs produced no results"; }
 }
 
@@ -433,6 +438,7 @@ st_interop() {
 	done < "$report"
 	grep -E '^# .*(frames|ICRC)' "$TOP_DIR/build/interop/b.tap" || true
 	grep -E '^link:|NETDEV WATCHDOG|stopped' "$out/interop.log" || true
+	slowest "$TOP_DIR/build/interop/b.tap"
 	# The first failure of each side, with what its test printed.
 	if awk '$4 != "" { found = 1 } END { exit !found }' "$report"; then
 		for side in a b; do
@@ -608,9 +614,9 @@ st_suites() {
 # in make check its shard (selftests/debug-shard.txt), in make check-full every test
 # but those sanitized.sh leaves out.
 st_debug() {
-	local share=$TOP_DIR/build/share-run-debug console reports n_ok env=
+	local share=$TOP_DIR/build/share-run-debug console reports n_ok env=$fuzz_env
 	if [ "$TIER" = check ]; then
-		env="ONLY='^($(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | paste -sd '|'))\$'"
+		env="$env ONLY='^($(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | paste -sd '|'))\$'"
 	fi
 	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests debug debug "$TOP_DIR/build/share-debug" 120 "$env"
 	console=$out/debug.console
