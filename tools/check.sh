@@ -255,6 +255,9 @@ slowest() {
 		take 5 | awk '{ printf "%s%s %s s", (NR > 1 ? ", " : "slowest tests: "), $2, $1 } END { if (NR) print "" }'
 }
 
+# only_tests: guest-tests.sh's ONLY= for the test names on standard input, one a line.
+only_tests() { echo "ONLY='^($(paste -sd '|'))\$'"; }
+
 # guest_tests NAME KERNEL SHARE TAIL ENV: guest-tests.sh (ENV in its environment) in
 # guests of KERNEL until it went through, into $out/NAME.tap and $out/NAME.console; the
 # guests see a copy of SHARE of their own, build/share-run-NAME (guests may run side by
@@ -333,11 +336,11 @@ baseline_dir=$TOP_DIR/selftests/rxe-baseline
 # of tests in one run); one guest for all of them was the run's longest chain, about
 # 1100 s, and alone at its end with a core idle.
 st_selftests_rxe_rs() {
-	local half=$1 names
-	names=$(awk -v h="$half" '$1 == "run" && NF == 3 && ++n % 2 == h % 2 { print $2 }' \
-		"$TOP_DIR/selftests/guest-tests.sh" | paste -sd '|')
-	guest_tests "rxe_rs-$half" test "$TOP_DIR/build/share-test" 120 \
-		"DRIVER=rxe_rs $fuzz_env ONLY='^($names)\$'"
+	local half=$1 only
+	# The tests as guest-tests.sh finds them (its `selected`).
+	only=$(awk -v h="$half" '$1 == "run" && ++n % 2 == h % 2 { print $2 }' \
+		"$TOP_DIR/selftests/guest-tests.sh" | only_tests)
+	guest_tests "rxe_rs-$half" test "$TOP_DIR/build/share-test" 120 "DRIVER=rxe_rs $fuzz_env $only"
 	[ -s "$out/rxe_rs-$half.tap" ] ||
 		{ tail -n 40 "$out/rxe_rs-$half.console"; fail "guest run on rxe_rs ($half) produced no results"; }
 }
@@ -366,7 +369,7 @@ st_selftests_rxe() {
 	echo "$stale" | tr '\n' ' ' | fold -s -w 88 | sed 's/^/  /'
 	echo
 	guest_tests rxe test "$TOP_DIR/build/share-test" 120 \
-		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
+		"DRIVER=rxe $(echo "$stale" | only_tests)"
 	# This run's outcomes beside the recorded ones, and a baseline file with them (one
 	# run: make rxe-baseline records two).
 	cp "$baseline_dir/selftests.txt" "$out/rxe-baseline.txt"
@@ -631,7 +634,7 @@ st_suites() {
 st_debug() {
 	local share=$TOP_DIR/build/share-run-debug console reports n_ok env=$fuzz_env
 	if [ "$TIER" = check ]; then
-		env="$env ONLY='^($(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | paste -sd '|'))\$'"
+		env="$env $(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | only_tests)"
 	fi
 	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests debug debug "$TOP_DIR/build/share-debug" 120 "$env"
 	console=$out/debug.console
@@ -692,7 +695,7 @@ st_baseline_selftests_rxe() {
 	fi
 	echo "rxe: run $run of $(echo "$stale" | wc -l) tests"
 	guest_tests "rxe-$run" test "$TOP_DIR/build/share-test" 120 \
-		"DRIVER=rxe ONLY='^($(echo "$stale" | paste -sd '|'))\$'"
+		"DRIVER=rxe $(echo "$stale" | only_tests)"
 }
 st_baseline_suites_rxe() {
 	local kselftest env key run
