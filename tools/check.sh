@@ -175,6 +175,7 @@ st_module() {
 		return 1
 	fi
 	pass "module build with clippy"
+	share_module test
 	# objtool (7.2) knows core's panics by name but not those of a division by zero
 	# (their mangled names are a character shorter than its pattern): after a call to
 	# one it believes the function goes on, and warns, or builds wrong unwind data. The
@@ -230,12 +231,21 @@ st_dkms() {
 }
 
 st_debug_build() {
-	if "$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1 &&
-		make_share debug >> "$out/build-debug.log" 2>&1; then
+	local module
+	"$TOOLS_DIR/build-module.sh" debug > "$out/build-debug.log" 2>&1 &
+	module=$!
+	make_share debug > "$out/share-debug.log" 2>&1 || {
+		cat "$out/share-debug.log"
+		fail "debug kernel: KUnit module and selftests build (clang)"
+		wait "$module"
+		return 1
+	}
+	if wait "$module"; then
+		share_module debug
 		pass "debug kernel: module, KUnit module and selftests build (clang)"
 	else
 		tail -n 40 "$out/build-debug.log"
-		fail "debug kernel: module, KUnit module or selftests build (clang)"
+		fail "debug kernel: module build (clang)"
 		return 1
 	fi
 }
@@ -628,47 +638,64 @@ st_suites() {
 	stage_note "$rec"
 }
 
-# The debug kernel (KASAN, kmemleak, lockdep), rxe_rs alone (selftests/sanitized.sh):
-# in make check its shard (selftests/debug-shard.txt), in make check-full every test
-# but those sanitized.sh leaves out.
+# The debug kernel (KASAN, kmemleak, lockdep), rxe_rs alone (selftests/sanitized.sh), in
+# two guests side by side (two stages): in make check half HALF (1 or 2) of its shard
+# (selftests/debug-shard.txt), split by the seconds each test took there so that the
+# halves take about as long; in make check-full every other test of all (sanitized.sh
+# leaves some out). One guest for the whole shard took 682 s, the run's longest chain
+# warm, and alone on a core at the end of a cold run for 330 s.
 st_debug() {
-	local share=$TOP_DIR/build/share-run-debug console reports n_ok env=$fuzz_env
+	local half=$1 name=debug-$1 share console reports n_ok only
+	share=$TOP_DIR/build/share-run-$name
 	if [ "$TIER" = check ]; then
-		env="$env $(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" | awk 'NF { print $1 }' | only_tests)"
+		# Longest first, each to the half with the fewest seconds so far.
+		only=$(grep -v '^#' "$TOP_DIR/selftests/debug-shard.txt" |
+			awk 'NF { print $1, ($2 ~ /^[0-9]+$/ ? $2 : 10) }' | sort -k2,2rn -k1,1 |
+			awk -v h="$half" '{ i = t[1] <= t[2] ? 1 : 2; t[i] += $2; if (i == h) print $1 }' |
+			only_tests)
+	else
+		only=$(awk -v h="$half" '$1 == "run" && ++n % 2 == h % 2 { print $2 }' \
+			"$TOP_DIR/selftests/guest-tests.sh" | only_tests)
 	fi
-	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests debug debug "$TOP_DIR/build/share-debug" 120 "$env"
-	console=$out/debug.console
-	n_ok=$(grep '^ok' "$out/debug.tap" | grep -vc '# SKIP' || true)
-	echo "debug: selftests on rxe_rs: $n_ok ok"
-	[ "$n_ok" -gt 0 ] || fail "debug: no selftest passed"
-	for t in $(awk '$1 == "not" { print $4 }' "$out/debug.tap"); do
+	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests "$name" debug "$TOP_DIR/build/share-debug" 120 \
+		"$fuzz_env $only"
+	console=$out/$name.console
+	n_ok=$(grep '^ok' "$out/$name.tap" | grep -vc '# SKIP' || true)
+	echo "$name: selftests on rxe_rs: $n_ok ok"
+	[ "$n_ok" -gt 0 ] || fail "$name: no selftest passed"
+	for t in $(awk '$1 == "not" { print $4 }' "$out/$name.tap"); do
 		fail "debug: selftest $t"
 	done
-	for t in $(awk '$1 == "ok" && /# SKIP/ { print $3 }' "$out/debug.tap"); do
+	for t in $(awk '$1 == "ok" && /# SKIP/ { print $3 }' "$out/$name.tap"); do
 		skip "debug: selftest $t"
 	done
 	if grep -q '^sanitizer: kmemleak scanned' "$console" &&
 		grep -q 'debug_locks:.*1' "$share/lockdep.txt" 2>/dev/null &&
 		grep -q '^sanitizer: KASAN on' "$console"; then
-		pass "debug: sanitizers active (KASAN, kmemleak, lockdep debug_locks=1)"
+		pass "$name: sanitizers active (KASAN, kmemleak, lockdep debug_locks=1)"
 	else
-		fail "debug: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
+		fail "$name: sanitizers not all active (lockdep: $(cat "$share/lockdep.txt" 2>/dev/null))"
 	fi
 	reports=$(grep -E 'BUG:|WARNING:|KASAN:|Oops|general protection|possible circular locking|inconsistent lock state|lockdep|ODEBUG' "$console" || true)
 	if [ -z "$reports" ]; then
-		pass "debug: no KASAN/lockdep/WARN/BUG report"
+		pass "$name: no KASAN/lockdep/WARN/BUG report"
 	else
 		echo "$reports" | take 40
-		fail "debug: kernel reports"
+		fail "$name: kernel reports"
 	fi
 	if [ -s "$share/kmemleak.txt" ]; then
 		take 60 < "$share/kmemleak.txt"
-		fail "debug: kmemleak reports leaks"
+		fail "$name: kmemleak reports leaks"
 	else
-		pass "debug: kmemleak clean"
+		pass "$name: kmemleak clean"
 	fi
-	# What of the driver and of rust/ ran under the sanitizers (tools/coverage.py).
-	if python3 "$TOOLS_DIR/coverage.py" --json "$out/debug-coverage.json" "$share/cover" \
+}
+
+# What of the driver and of rust/ ran under the sanitizers, in both debug guests
+# (tools/coverage.py).
+st_debug_coverage() {
+	if python3 "$TOOLS_DIR/coverage.py" --json "$out/debug-coverage.json" \
+		"$TOP_DIR/build/share-run-debug-1/cover" "$TOP_DIR/build/share-run-debug-2/cover" \
 		"$TOP_DIR/build/debug/rxe_rs.ko" "$TOP_DIR/build/kunit-debug/rxe_rs.ko" \
 		> "$out/debug-coverage.txt" 2>&1; then
 		pass "debug: every file of the driver and of rust/ with code in the module ran under the sanitizers"
@@ -754,11 +781,11 @@ st_baseline_record() {
 # those it names have ended well.
 stage kernel-test "" st_kernel test
 stage module "kernel-test" st_module
-stage share-test "module" st_share_test
+stage share-test "kernel-test" st_share_test
 if [ "$TIER" = baseline ]; then
 	mkdir -p "$baseline_dir"
-	stage rxe-1 "share-test" st_baseline_selftests_rxe 1
-	stage rxe-2 "share-test" st_baseline_selftests_rxe 2
+	stage rxe-1 "module share-test" st_baseline_selftests_rxe 1
+	stage rxe-2 "module share-test" st_baseline_selftests_rxe 2
 	stage in-tree "kernel-test" st_in_tree
 	stage suites-rxe "in-tree" st_baseline_suites_rxe
 	stage record "rxe-1 rxe-2" st_baseline_record
@@ -767,13 +794,15 @@ if [ "$TIER" = baseline ]; then
 	stages_summary
 	exit
 fi
-stage selftests-rxe_rs-1 "share-test" st_selftests_rxe_rs 1
-stage selftests-rxe_rs-2 "share-test" st_selftests_rxe_rs 2
+stage selftests-rxe_rs-1 "module share-test" st_selftests_rxe_rs 1
+stage selftests-rxe_rs-2 "module share-test" st_selftests_rxe_rs 2
 stage kernel-debug "" st_kernel debug
 stage debug-build "kernel-debug" st_debug_build
-stage debug "debug-build" st_debug
+stage debug-1 "debug-build" st_debug 1
+stage debug-2 "debug-build" st_debug 2
+stage debug-coverage "~debug-1 ~debug-2" st_debug_coverage
 stage in-tree "kernel-test" st_in_tree
-stage selftests-rxe "share-test" st_selftests_rxe
+stage selftests-rxe "module share-test" st_selftests_rxe
 # Early in the order, so that the verdicts take the first free slot (last, they waited
 # behind the fuzzer in a run whose budget ran out, and were stopped unprinted).
 stage side-by-side "selftests-rxe_rs-1 selftests-rxe_rs-2 selftests-rxe" st_side_by_side
@@ -784,8 +813,8 @@ stage host-tests "" st_host_tests
 # (make check-full runs the parser at length in tools/fuzz.sh.)
 stage fuzz "" st_fuzz "${RXE_RS_FUZZ_SECONDS:-60}"
 if [ "$TIER" = full ]; then
-	# Both use the debug guests' share, after the debug stage.
-	stage stress "debug-build ~debug" "$TOOLS_DIR/stress.sh"
+	# Both use the debug guests' share, after the debug stages.
+	stage stress "debug-build ~debug-1 ~debug-2" "$TOOLS_DIR/stress.sh"
 	stage fuzz-verbs "debug-build ~stress" "$TOOLS_DIR/fuzz.sh"
 fi
 stages_run

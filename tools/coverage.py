@@ -2,10 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """Which of the driver's source files the tests ran, from the counting plugin's snapshots.
 
-  coverage.py [--json OUT] COVER_DIR MODULE.ko...
+  coverage.py [--json OUT] COVER_DIR... MODULE.ko...
 
-COVER_DIR is what selftests/cover-hook.sh and tools/qemu-tbcount.c (delta=1) left in a
-guest's share: `index` (a line per test: its snapshot, the test, the rxe_rs modules seen
+A COVER_DIR is what selftests/cover-hook.sh and tools/qemu-tbcount.c (delta=1) left in
+a guest's share (make check's debug guests have one each): `index` (a line per test: its snapshot, the test, the rxe_rs modules seen
 loaded), the snapshots (the code blocks that ran: address, instructions, executions)
 and `module.ADDRESS-BUILDID`, one per rxe_rs module seen loaded: where its .text was.
 The MODULE.ko files are the builds the guest loaded (found by their build ID), built
@@ -69,30 +69,13 @@ class Module:
                 self.files[a] = path[len("/src/"):]
 
 
-def main():
-    args = sys.argv[1:]
-    out_json = None
-    if args[:1] == ["--json"]:
-        out_json = args[1]
-        args = args[2:]
-    if len(args) < 2:
-        sys.exit(__doc__)
-    cover, kos = args[0], args[1:]
-    modules = {m.build_id: m for m in map(Module, kos)}
+def read_cover(cover, modules, ran, tests_of, per_test):
+    """Adds what one guest's snapshots ran; returns its blocks outside rxe_rs."""
     loaded = {}
     for p in glob.glob(os.path.join(cover, "module.*")):
         base, build_id = os.path.basename(p)[len("module."):].split("-", 1)
         if build_id in modules:
             loaded[os.path.basename(p)] = (int(base, 16), modules[build_id])
-
-    files = source_files()
-    insns_of = collections.Counter()
-    for m in modules.values():
-        for f in set(m.files.values()):
-            insns_of[f] = max(insns_of[f], sum(1 for v in m.files.values() if v == f))
-    ran = collections.defaultdict(set)  # file -> (build ID, offset) of instructions run
-    tests_of = collections.defaultdict(set)
-    per_test = {}
     outside = 0
     with open(os.path.join(cover, "index")) as f:
         for line in f:
@@ -123,6 +106,35 @@ def main():
             for fl in here:
                 tests_of[fl].add(test)
             per_test[test] = sorted(here)
+    return outside
+
+
+def main():
+    args = sys.argv[1:]
+    out_json = None
+    if args[:1] == ["--json"]:
+        out_json = args[1]
+        args = args[2:]
+    covers = [a for a in args if not a.endswith(".ko")]
+    kos = [a for a in args if a.endswith(".ko")]
+    if not covers or not kos:
+        sys.exit(__doc__)
+    for cover in covers:
+        if not os.path.exists(os.path.join(cover, "index")):
+            sys.exit("no snapshot index in %s: its guest took none" % cover)
+    modules = {m.build_id: m for m in map(Module, kos)}
+
+    files = source_files()
+    insns_of = collections.Counter()
+    for m in modules.values():
+        for f in set(m.files.values()):
+            insns_of[f] = max(insns_of[f], sum(1 for v in m.files.values() if v == f))
+    ran = collections.defaultdict(set)  # file -> (build ID, offset) of instructions run
+    tests_of = collections.defaultdict(set)
+    per_test = {}
+    outside = 0
+    for cover in covers:
+        outside += read_cover(cover, modules, ran, tests_of, per_test)
 
     idle, none = [], []
     print("%-44s %13s %6s" % ("file", "instructions", "tests"))
