@@ -72,8 +72,9 @@ DEBUG_LINES=(KRUSTFLAGS=-Cdebuginfo=line-tables-only KCFLAGS=-gline-tables-only)
 
 # The share a guest sees at /mnt/host: test binaries, scripts, the kernel-consumer
 # module and rxe_rs with its KUnit suites (not rxe_rs.ko itself: share_module). Its three
-# builds run side by side (each is mostly one compiler process: 39 s one after the
-# other for the test kernel, 17 s side by side). Returns non-zero if any failed.
+# builds run side by side, each mostly one compiler process (for the test kernel: 39 s
+# one after the other, 32 s side by side beside the module's and the debug kernel's
+# builds). Returns non-zero if any failed.
 make_share() {
 	local flavor=$1 share=$TOP_DIR/build/share-$1 kdir llvm=() pids=() pid rc=0
 	kdir=$("$TOOLS_DIR/build-kernel.sh" "$flavor") || return
@@ -238,35 +239,70 @@ in_rootfs() {
 	' in_rootfs "$root" "$TOP_DIR" "$RXE_RS_CACHE" "$@"
 }
 
-# The counting plugin (qemu-tbcount.c, for make ab COUNT=1 and the debug guest's
-# coverage), built against the plugin API header of the host's QEMU, from Debian's
-# source package of that version (apt-get source, with deb-src entries made of the
-# host's own apt sources in a private apt state: the host's configuration is not
-# touched). Prints the plugin's path.
-tbcount_plugin() {
-	local ver up dir so apt tarball
-	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
-		die "the counting plugin needs Debian's qemu-system-x86"
-	up=${ver#*:} && up=${up%-*}
-	dir=$RXE_RS_CACHE/qemu-plugin-$up
-	if [ ! -s "$dir/qemu-plugin.h" ]; then
-		apt=$(mktemp -d)
-		mkdir -p "$dir" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/src"
-		apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE)' |
-			awk '$1 == "deb" { print "deb-src", $2, $3, "main" }' | sort -u > "$apt/sources.list"
-		local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/none"
-			-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
-		apt-get "${opts[@]}" -qq update &&
-			(cd "$apt/src" && apt-get "${opts[@]}" -qq source --download-only "qemu=$ver") ||
-			die "cannot get QEMU $ver's source package"
-		tarball=$(ls "$apt/src/"qemu_*.orig.tar.*)
-		tar -xO --wildcards -f "$tarball" '*/include/qemu/qemu-plugin.h' > "$dir/qemu-plugin.h.new" ||
-			die "no plugin header in QEMU $ver's source"
-		mv "$dir/qemu-plugin.h.new" "$dir/qemu-plugin.h"
-		rm -rf "$apt"
+# The QEMU the guests run: Debian's build of QEMU 10.0 for bookworm (bookworm-backports),
+# unpacked into the cache, as the host's own suite has 7.2, whose multi-threaded TCG
+# oopses guests on a stale int3 while the kernel patches its code (fixed in QEMU 8.1),
+# and whose plugin API has no per-vCPU counters. The host's qemu-system-x86 (install-
+# host.sh) brings the libraries and the option ROMs; the host's apt configuration is not
+# touched (a private apt state). Prints the tree's directory: usr/bin/qemu-system-x86_64,
+# the firmware under usr/share, and the plugin API's header (qemu-plugin.h, from the
+# source package). A Debian archive that no longer has this version fails here: update
+# the pin to what bookworm-backports has.
+QEMU_DEB_VERSION=1:10.0.2+ds-2+deb13u1~bpo12+1
+qemu_tree() {
+	local up dir apt opts old
+	up=${QEMU_DEB_VERSION#*:} && up=${up%-*}
+	dir=$RXE_RS_CACHE/qemu-$up
+	if [ ! -f "$dir/.complete" ]; then
+		mkdir -p "$RXE_RS_CACHE"
+		(
+			flock 9
+			[ ! -f "$dir/.complete" ] || exit 0
+			echo "==> QEMU $QEMU_DEB_VERSION (bookworm-backports) into the cache" >&2
+			rm -rf "$dir" && mkdir -p "$dir"
+			apt=$(mktemp -d)
+			mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
+			printf 'deb %s bookworm-backports main\ndeb-src %s bookworm-backports main\n' \
+				"$(debian_mirror)" "$(debian_mirror)" > "$apt/sources.list"
+			opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/none"
+				-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
+				-o APT::Sandbox::User=root)
+			apt-get "${opts[@]}" -qq update || die "apt-get update of bookworm-backports failed"
+			(cd "$apt/dl" && apt-get "${opts[@]}" -qq download \
+				"qemu-system-x86=$QEMU_DEB_VERSION" "qemu-system-common=$QEMU_DEB_VERSION" \
+				"qemu-system-data=$QEMU_DEB_VERSION" seabios) ||
+				die "cannot download QEMU $QEMU_DEB_VERSION (update QEMU_DEB_VERSION in tools/lib.sh)"
+			for deb in "$apt/dl/"*.deb; do
+				dpkg-deb -x "$deb" "$dir"
+			done
+			# Only the upstream tarball: Debian's packaging of a backport is not always
+			# where apt-get source looks for it, and the header is upstream's.
+			(cd "$apt/dl" && apt-get "${opts[@]}" -qq source --download-only \
+				"qemu=$QEMU_DEB_VERSION" >/dev/null 2>&1) || true
+			tar -xO --wildcards -f "$apt/dl/qemu_$up.orig.tar.xz" '*/include/qemu/qemu-plugin.h' \
+				> "$dir/qemu-plugin.h" || die "no plugin header in QEMU $up's source"
+			rm -rf "$apt"
+			"$dir/usr/bin/qemu-system-x86_64" --version >/dev/null ||
+				die "QEMU $up does not run on this host"
+			touch "$dir/.complete"
+			# Other versions' trees, and the plugin headers of the host's QEMU that
+			# came before them, are not needed any more.
+			for old in "$RXE_RS_CACHE"/qemu-*; do
+				[ ! -d "$old" ] || [ "$old" = "$dir" ] || rm -rf "$old"
+			done
+		) 9> "$RXE_RS_CACHE/qemu.lock" || exit
 	fi
+	echo "$dir"
+}
+
+# The counting plugin (qemu-tbcount.c, for make ab COUNT=1 and the debug guests'
+# coverage), built against the plugin API header of the guests' QEMU (qemu_tree).
+# Prints the plugin's path.
+tbcount_plugin() {
+	local dir so
+	dir=$(qemu_tree)
 	so=$dir/tbcount-$(sha256sum "$TOOLS_DIR/qemu-tbcount.c" | cut -c1-16).so
-	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" -o "$so" \
-		"$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
+	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" $(pkg-config --cflags glib-2.0) \
+		-o "$so" "$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
 	echo "$so"
 }
