@@ -16,8 +16,9 @@
 #   make fuzz             the verbs fuzzer (FUZZ_SECONDS=1200) and failslab on the debug
 #                         kernel, the packet parser (FUZZ_PACKET_SECONDS=1200) alongside
 #   make bench            perftest bandwidth and latency on rxe and on rxe_rs, in one guest
-#                         and across two (BENCH_ITERS=scale, BENCH_REPEAT=runs,
-#                         BENCH_PLACEMENTS="one two")
+#                         and across two (BENCH_ITERS=scale, BENCH_ROUNDS=boots,
+#                         BENCH_REPEAT=runs a boot, BENCH_TCG=multi|single,
+#                         BENCH_PLACEMENTS="one two", BENCH_ONLY=regex)
 #   make interop          wire interop: a guest with C rxe against one with rxe_rs
 #   make profile TOOL="ib_atomic_bw -D 8"
 #                         where the kernel spends a perftest run's time, on rxe and on

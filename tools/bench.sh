@@ -1,18 +1,25 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0
 # make bench: perftest bandwidth, message rate and latency on rdma_rxe and on rxe_rs, in
-# two placements, each driver booted in turn (back to back) on the test kernel:
+# two placements, the drivers booted in turn (rxe, rxe_rs, rxe, ...: BENCH_ROUNDS boots
+# of each) on the test kernel, with each vCPU a host thread of its own (TCG
+# thread=multi), so that the host's cores run the guest's CPUs at once, as a real
+# machine's do:
 #  - one: server and client in one guest, on the one device (its loopback queue);
 #  - two: server and client in two guests, each with its own device on a second NIC,
 #    the frames going between the guests as UDP datagrams over the host's 127.0.0.1
 #    (vm-run.sh --link), so the packets cross both drivers' transmit and receive paths.
 # Prints a table per placement with each figure for rxe, for rxe_rs and their ratio; the
 # tables are also in build/bench/report.txt, the raw outputs in
-# build/bench/<placement>-<driver>/ with the guests' consoles (guest*.log). It
+# build/bench/<placement>-<driver>/round-<R>/ with the guests' consoles (guest*.log). It
 # reports; a failed test shows "failed" and the run goes on. Not part of make check.
 #
 #   BENCH_ITERS=SCALE    multiplies every iteration count (default 1; e.g. 0.01 to try it)
-#   BENCH_REPEAT=N       runs of each test (default 3); the table shows their median
+#   BENCH_ROUNDS=N       boots of each driver, alternating (default 5)
+#   BENCH_REPEAT=N       runs of each test in each boot (default 1); the table shows the
+#                        median of all runs of all rounds, with the lowest and highest
+#   BENCH_TCG=multi|single  a host thread per vCPU (default), or one for both, where the
+#                        vCPUs take turns (what every figure before issue 30 measured)
 #   BENCH_TIMEOUT=SECS   limit of each perftest tool run (default 120)
 #   BENCH_PLACEMENTS="one two"   which placements to run (default both)
 #   BENCH_DRIVERS="rxe rxe_rs"   which drivers to run (default both; the other's
@@ -22,7 +29,8 @@
 #                        on 127.0.0.1 starts (default 47021)
 #
 # The guests run under QEMU TCG, so the figures compare the two drivers on the same
-# (slow, emulated) machine, and only when nothing else loads the host.
+# (slow, emulated) machine, and only when nothing else loads the host: with
+# thread=multi, a guest's two vCPUs take both of a 2-core host's cores.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,11 +38,16 @@ scale=${BENCH_ITERS:-1}
 tool_timeout=${BENCH_TIMEOUT:-120}
 placements=${BENCH_PLACEMENTS:-one two}
 drivers=${BENCH_DRIVERS:-rxe rxe_rs}
-repeat=${BENCH_REPEAT:-3}
+rounds=${BENCH_ROUNDS:-5}
+repeat=${BENCH_REPEAT:-1}
+tcg=${BENCH_TCG:-multi}
 read -r port_a port_b < <(link_ports "${RXE_RS_LINK_PORT:-47021}")
 [[ $scale =~ ^[0-9]*\.?[0-9]+$ ]] || die "BENCH_ITERS must be a number (a scale of the iteration counts), not '$scale'"
 [[ $tool_timeout =~ ^[0-9]+$ ]] || die "BENCH_TIMEOUT must be a number of seconds, not '$tool_timeout'"
 [[ $repeat =~ ^[1-9][0-9]*$ ]] || die "BENCH_REPEAT must be a number of runs, not '$repeat'"
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || die "BENCH_ROUNDS must be a number of boots, not '$rounds'"
+[[ $tcg = multi || $tcg = single ]] || die "BENCH_TCG is multi or single, not '$tcg'"
+export RXE_RS_TCG_THREAD=$tcg
 for p in $placements; do
 	[[ $p = one || $p = two ]] || die "BENCH_PLACEMENTS takes one and two, not '$p'"
 done
@@ -48,24 +61,41 @@ share=$TOP_DIR/build/share-bench
 # iters BASE: BASE scaled by BENCH_ITERS, at least 5.
 iters() { awk -v b="$1" -v s="$scale" 'BEGIN { n = int(b * s + 0.5); if (n < 5) n = 5; print n }'; }
 
-# The tests, one a line: name, tool, message size, iterations, and the kind of figure
-# (bw: BW average in MiB/s, rate: MsgRate in Mpps, lat: t_typical in usec).
+# The tests, one a line: name, tool, message size ("-": the tool's own), iterations (of
+# each QP), the kind of figure (bw: BW average in MiB/s, rate: MsgRate in Mpps, lat:
+# t_typical in usec), and the tool's other arguments: QPs (-q; their iterations add up
+# to about those of the one-QP test of that size), the transport (-c UD), outstanding
+# READs and atomics (-o).
 tests="send_bw_4k ib_send_bw 4096 $(iters 2000) bw
 send_bw_64k ib_send_bw 65536 $(iters 500) bw
 write_bw_4k ib_write_bw 4096 $(iters 2000) bw
 write_bw_64k ib_write_bw 65536 $(iters 500) bw
 read_bw_4k ib_read_bw 4096 $(iters 2000) bw
 read_bw_64k ib_read_bw 65536 $(iters 500) bw
-atomic_bw ib_atomic_bw 8 $(iters 2000) rate
+atomic_bw ib_atomic_bw - $(iters 2000) rate
 send_lat ib_send_lat 64 $(iters 1000) lat
 write_lat ib_write_lat 64 $(iters 1000) lat
-read_lat ib_read_lat 64 $(iters 1000) lat"
+read_lat ib_read_lat 64 $(iters 1000) lat
+send_rate_64 ib_send_bw 64 $(iters 5000) rate
+write_rate_64 ib_write_bw 64 $(iters 5000) rate
+send_bw_4k_q8 ib_send_bw 4096 $(iters 250) bw -q 8
+send_bw_4k_q32 ib_send_bw 4096 $(iters 63) bw -q 32
+send_bw_64k_q8 ib_send_bw 65536 $(iters 63) bw -q 8
+send_bw_64k_q32 ib_send_bw 65536 $(iters 16) bw -q 32
+write_bw_4k_q8 ib_write_bw 4096 $(iters 250) bw -q 8
+write_bw_4k_q32 ib_write_bw 4096 $(iters 63) bw -q 32
+write_bw_64k_q8 ib_write_bw 65536 $(iters 63) bw -q 8
+write_bw_64k_q32 ib_write_bw 65536 $(iters 16) bw -q 32
+ud_send_bw ib_send_bw 1024 $(iters 2000) bw -c UD
+read_bw_4k_o16 ib_read_bw 4096 $(iters 2000) bw -o 16
+atomic_bw_o16 ib_atomic_bw - $(iters 2000) rate -o 16"
 if [ -n "${BENCH_ONLY:-}" ]; then
 	tests=$(awk -v re="$BENCH_ONLY" '$1 ~ re' <<< "$tests")
 	[ -n "$tests" ] || die "BENCH_ONLY='$BENCH_ONLY' matches no test"
 fi
 ntests=$(wc -l <<< "$tests")
 # Each run takes at most the wait for its server (30 s) and the timeout; add the boot.
+# (A boot's.)
 vm_timeout=$((ntests * repeat * (tool_timeout + 40) + 300))
 
 rm -rf "$out"
@@ -156,17 +186,15 @@ client() {
 	done
 }
 
-echo "$TESTS" | while read -r test tool size iters kind; do
-	for k in $(seq "$REPEAT"); do echo "$test.$k $tool $size $iters $kind"; done
+echo "$TESTS" | while read -r test tool size iters kind args; do
+	for k in $(seq "$REPEAT"); do echo "$test.$k $tool $size $iters $kind $args"; done
 done > /tmp/tests
 run=0
-while read -r name tool size iters kind; do
+while read -r name tool size iters kind args; do
 	PORT=$((18515 + run))
 	run=$((run + 1))
-	case $kind in
-	rate) cmd="$tool -d $DEV -x $idx -F -p $PORT -n $iters" ;;
-	*) cmd="$tool -d $DEV -x $idx -F -p $PORT -s $size -n $iters" ;;
-	esac
+	cmd="$tool -d $DEV -x $idx -F -p $PORT -n $iters $args"
+	[ "$size" = - ] || cmd="$cmd -s $size"
 	echo "bench: $name: $cmd"
 	t0=$(now)
 	grep '^cpu[0-9]' /proc/stat > /tmp/cpu0
@@ -214,6 +242,12 @@ while read -r name tool size iters kind; do
 				$1, 100 * (d[2] + d[3]) / n, 100 * d[4] / n, 100 * d[7] / n,
 				100 * d[8] / n, 100 * (d[5] + d[6]) / n
 		}' /tmp/cpu0 /tmp/cpu1
+	# The guest's CPU time in the run, in ticks of USER_HZ (100 a second), summed over
+	# its vCPUs: user (with nice), system, softirq, irq: what the cost per GiB or per
+	# million messages is made of.
+	awk 'FNR == NR { for (i = 2; i <= 9; i++) a[$1, i] = $i; next }
+		{ for (i = 2; i <= 9; i++) d[i] += $i - a[$1, i] }
+		END { print d[2] + d[3], d[4], d[8], d[7] }' /tmp/cpu0 /tmp/cpu1 > "$OUT/$name.cpu.$ROLE"
 	# The device's counters so far (retransmissions, NAKs, drops), for the reader.
 	echo "--- counters after $name"; rdma statistic show link "$DEV/1"
 done < /tmp/tests
@@ -223,10 +257,11 @@ exit 0
 GUEST
 }
 
-# run_guests PLACEMENT DRV: boots the guest(s) of one placement for one driver and puts
-# their results in $out/PLACEMENT-DRV/ (status merged from both guests for "two").
+# run_guests PLACEMENT DRV ROUND: boots the guest(s) of one placement for one driver and
+# puts their results in $out/PLACEMENT-DRV/round-ROUND/ (status merged from both guests
+# for "two").
 run_guests() {
-	local pl=$1 drv=$2 dir=$out/$1-$2 rc=0 t0 side pids=()
+	local pl=$1 drv=$2 dir=$out/$1-$2/round-$3 rc=0 t0 side pids=()
 	mkdir -p "$dir"
 	t0=$(date +%s)
 	if [ "$pl" = one ]; then
@@ -274,17 +309,20 @@ run_guests() {
 			"$out/share-server/out-$drv-server/status" \
 			"$out/share-client/out-$drv-client/status" > "$dir/status" 2>/dev/null || true
 	fi
-	wall[$pl-$drv]=$(($(date +%s) - t0))
-	[ $rc = 0 ] || echo "guest run ($pl, $drv) failed (exit $rc): see $dir/guest*.log" >&2
-	echo "guest run ($pl, $drv): wall time ${wall[$pl-$drv]}s" >&2
+	t0=$(($(date +%s) - t0))
+	wall[$pl-$drv]=$((${wall[$pl-$drv]:-0} + t0))
+	[ $rc = 0 ] || echo "guest run ($pl, $drv, round $3) failed (exit $rc): see $dir/guest*.log" >&2
+	echo "guest run ($pl, $drv, round $3): wall time ${t0}s" >&2
 }
 
 declare -A wall
 for pl in $placements; do
-	for drv in $drivers; do
-		stage_start "perftest on $drv, placement $pl"
-		run_guests "$pl" "$drv"
-		stage_end
+	for round in $(seq "$rounds"); do
+		for drv in $drivers; do
+			stage_start "perftest on $drv, placement $pl, round $round of $rounds"
+			run_guests "$pl" "$drv" "$round"
+			stage_end
+		done
 	done
 done
 
@@ -321,35 +359,80 @@ run_figure() {
 	if [[ $v =~ ^[0-9]+\.?[0-9]*$ ]]; then echo "$v"; else echo failed; fi
 }
 
-# figure DIR NAME KIND: the median of the test's runs that did not fail, followed by
-# "(K/N)" when only K of the N runs gave a figure; "failed" when none did.
+# figure DIR NAME KIND: "MEDIAN MIN MAX K" of the test's runs in every round that gave a
+# figure (K of them), or "failed" when none did.
 figure() {
-	local k v vals=() ok=0
-	for k in $(seq "$repeat"); do
-		v=$(run_figure "$1" "$2.$k" "$3")
-		[ "$v" = failed ] && continue
-		vals+=("$v")
-		ok=$((ok + 1))
+	local r k v vals=()
+	for r in $(seq "$rounds"); do
+		for k in $(seq "$repeat"); do
+			v=$(run_figure "$1/round-$r" "$2.$k" "$3")
+			[ "$v" = failed ] || vals+=("$v")
+		done
 	done
-	[ $ok = 0 ] && { echo failed; return; }
-	v=$(printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
-		END { if (NR % 2) print a[(NR + 1) / 2]; else print (a[NR / 2] + a[NR / 2 + 1]) / 2 }')
-	if [ $ok = "$repeat" ]; then echo "$v"; else echo "$v($ok/$repeat)"; fi
+	[ ${#vals[@]} = 0 ] && { echo failed; return; }
+	printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
+		END {
+			m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+			print m, a[1], a[NR], NR
+		}'
+}
+
+# cost DIR NAME KIND SIZE MESSAGES: the median over the runs that gave a figure of the
+# guests' CPU seconds (user, system, softirq and irq, both guests in placement two) per
+# GiB moved (bandwidth: MESSAGES of SIZE bytes) or per million messages (message rate
+# and latency), or "-": the work each figure took, as the guests' own accounting counts
+# it. Under TCG the guest's clock runs with the host's: with more busy vCPUs than host
+# cores (two guests of two), time a vCPU waited for a host core counts too.
+cost() {
+	local r k f ticks vals=()
+	for r in $(seq "$rounds"); do
+		for k in $(seq "$repeat"); do
+			[ "$(run_figure "$1/round-$r" "$2.$k" "$3")" = failed ] && continue
+			ticks=0
+			for f in "$out/$1/round-$r/$2.$k".cpu.*; do
+				[ -s "$f" ] || continue
+				ticks=$((ticks + $(awk '{ print $1 + $2 + $3 + $4 }' "$f")))
+			done
+			vals+=("$(awk -v t="$ticks" -v k="$3" -v s="$4" -v n="$5" 'BEGIN {
+				if (k == "bw") printf "%.3f\n", t / 100 / (s * n / 1073741824)
+				else printf "%.3f\n", t / 100 / (n / 1e6) }')")
+		done
+	done
+	[ ${#vals[@]} = 0 ] && { echo -; return; }
+	printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
+		END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+}
+
+# shown FIGURE: a figure as the table shows it, "MEDIAN [MIN-MAX]", with "(K/N)" when only
+# K of the N runs gave one.
+shown() {
+	[ "$1" = failed ] && { echo failed; return; }
+	local m lo hi k n=$((rounds * repeat))
+	read -r m lo hi k <<< "$1"
+	printf '%s [%s-%s]' "$m" "$lo" "$hi"
+	[ "$k" = "$n" ] || printf '(%s/%s)' "$k" "$n"
+	echo
 }
 
 report() {
-	local pl=$1 where
+	local pl=$1 where vcpus
 	case $pl in
 	one) where="server and client in one guest, on one device" ;;
 	two) where="server and client in two guests, linked over 127.0.0.1" ;;
 	esac
+	case $tcg in
+	multi) vcpus="each vCPU a host thread of its own (TCG thread=multi): the vCPUs run at once" ;;
+	single) vcpus="both vCPUs on one host thread (TCG thread=single): they take turns" ;;
+	esac
 	printf 'perftest, rdma_rxe and rxe_rs, kernel %s under QEMU TCG, %s\n' "$KVER" "$where"
+	printf '%s\n' "$vcpus"
 	printf 'iterations scaled by BENCH_ITERS=%s; bandwidth: BW average, atomic: MsgRate, latency: t_typical\n' "$scale"
-	printf 'each figure the median of %s runs; (K/N): only K of the N runs gave one\n' "$repeat"
-	printf 'speedup: rxe_rs/rxe for bandwidth and message rate, rxe/rxe_rs for latency (>1: rxe_rs is faster)\n\n'
-	printf '%-14s %6s %6s %-7s %14s %14s %8s\n' test size iters unit rxe rxe_rs speedup
-	local name tool size n kind unit a b s
-	while read -r name tool size n kind; do
+	printf 'each figure the median of %s runs [lowest-highest], %s alternating boots of each driver; (K/N): only K of the N runs gave one\n' \
+		"$((rounds * repeat))" "$rounds"
+	printf 'speedup: of the medians, rxe_rs/rxe for bandwidth and message rate, rxe/rxe_rs for latency (>1: rxe_rs is faster)\n\n'
+	printf '%-16s %6s %6s %-7s %26s %26s %8s\n' test size iters unit rxe rxe_rs speedup
+	local name tool size n kind args unit a b s q
+	while read -r name tool size n kind args; do
 		case $kind in
 		bw) unit=MiB/s ;;
 		rate) unit=Mpps ;;
@@ -359,14 +442,32 @@ report() {
 		b=$(figure "$pl-rxe_rs" "$name" "$kind")
 		s=-
 		if [ "$a" != failed ] && [ "$b" != failed ]; then
-			s=$(awk -v a="${a%%(*}" -v b="${b%%(*}" -v k="$kind" 'BEGIN {
+			s=$(awk -v a="${a%% *}" -v b="${b%% *}" -v k="$kind" 'BEGIN {
 				if (k == "lat") { x = a; y = b } else { x = b; y = a }
 				if (y == 0) print "-"; else printf "%.2f", x / y }')
 		fi
-		printf '%-14s %6s %6s %-7s %14s %14s %8s\n' "$tool" "$size" "$n" "$unit" "$a" "$b" "$s"
+		printf '%-16s %6s %6s %-7s %26s %26s %8s\n' "$name" "$size" "$n" "$unit" \
+			"$(shown "$a")" "$(shown "$b")" "$s"
 	done <<< "$tests"
-	printf '\nwall time of the guest runs (boot included): rxe %ss, rxe_rs %ss\n' \
+	printf '\nguest CPU seconds (user, system, softirq, irq; median of the runs) per GiB for\n'
+	printf 'bandwidth, per million messages for message rate, per million round trips for\n'
+	printf 'latency; ratio rxe/rxe_rs (>1: rxe_rs costs less)\n\n'
+	printf '%-16s %6s %-10s %12s %12s %8s\n' test size per rxe rxe_rs ratio
+	while read -r name tool size n kind args; do
+		# Messages in a run: the iterations of each QP.
+		q=$(awk '{ for (i = 1; i < NF; i++) if ($i == "-q") print $(i + 1) }' <<< "$args")
+		a=$(cost "$pl-rxe" "$name" "$kind" "$size" "$((n * ${q:-1}))")
+		b=$(cost "$pl-rxe_rs" "$name" "$kind" "$size" "$((n * ${q:-1}))")
+		s=-
+		if [ "$a" != - ] && [ "$b" != - ]; then
+			s=$(awk -v a="$a" -v b="$b" 'BEGIN { if (b == 0) print "-"; else printf "%.2f", a / b }')
+		fi
+		printf '%-16s %6s %-10s %12s %12s %8s\n' "$name" "$size" \
+			"$(case $kind in bw) echo GiB ;; rate) echo "M msgs" ;; lat) echo "M iters" ;; esac)" \
+			"$a" "$b" "$s"
+	done <<< "$tests"
+	printf '\nwall time of the guest runs (boots included): rxe %ss, rxe_rs %ss\n' \
 		"${wall[$pl-rxe]:--}" "${wall[$pl-rxe_rs]:--}"
-	printf 'raw outputs and consoles: %s/%s-{rxe,rxe_rs}/\n\n' "$out" "$pl"
+	printf 'raw outputs and consoles: %s/%s-{rxe,rxe_rs}/round-*/\n\n' "$out" "$pl"
 }
 for pl in $placements; do report "$pl"; done | tee "$out/report.txt"

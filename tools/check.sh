@@ -24,13 +24,17 @@ export LC_ALL=C
 TIER=${TIER:-check}
 case $TIER in check | full | baseline) ;; *) die "TIER is check, full or baseline" ;; esac
 out=$TOP_DIR/build/check
-rm -rf "$out"
+# The guests' shares of the last run too: nothing of it may count in this one.
+rm -rf "$out" "$TOP_DIR"/build/share-run-*
 mkdir -p "$out"
+# The tests' outcomes, rxe's recorded ones among them, are of guests whose vCPUs take
+# turns on one host thread (tools/vm-run.sh).
+unset RXE_RS_TCG_THREAD
 T0=$(date +%s)
 budget=${RXE_RS_CHECK_BUDGET_S:-4500}
 [ "$TIER" != full ] || budget=${RXE_RS_CHECK_BUDGET_S:-14400}
 # make check-full's debug kernel has the storage and file-system consumers, which its
-# debug stage runs too; make check's leaves them out (tools/build-kernel.sh).
+# debug stages run too; make check's leaves them out (tools/build-kernel.sh).
 [ "$TIER" != full ] || export RXE_RS_DEBUG_KERNEL=full
 check_end=$((T0 + budget))
 # The in-guest fuzzers run shorter in make check than their defaults: the verbs fuzzer
@@ -237,7 +241,7 @@ st_debug_build() {
 	make_share debug > "$out/share-debug.log" 2>&1 || {
 		cat "$out/share-debug.log"
 		fail "debug kernel: KUnit module and selftests build (clang)"
-		wait "$module"
+		wait "$module" || tail -n 40 "$out/build-debug.log"
 		return 1
 	}
 	if wait "$module"; then
@@ -800,7 +804,7 @@ stage kernel-debug "" st_kernel debug
 stage debug-build "kernel-debug" st_debug_build
 stage debug-1 "debug-build" st_debug 1
 stage debug-2 "debug-build" st_debug 2
-stage debug-coverage "~debug-1 ~debug-2" st_debug_coverage
+stage debug-coverage "debug-build ~debug-1 ~debug-2" st_debug_coverage
 stage in-tree "kernel-test" st_in_tree
 stage selftests-rxe "module share-test" st_selftests_rxe
 # Early in the order, so that the verdicts take the first free slot (last, they waited

@@ -239,70 +239,93 @@ in_rootfs() {
 	' in_rootfs "$root" "$TOP_DIR" "$RXE_RS_CACHE" "$@"
 }
 
-# The QEMU the guests run: Debian's build of QEMU 10.0 for bookworm (bookworm-backports),
-# unpacked into the cache, as the host's own suite has 7.2, whose multi-threaded TCG
-# oopses guests on a stale int3 while the kernel patches its code (fixed in QEMU 8.1),
-# and whose plugin API has no per-vCPU counters. The host's qemu-system-x86 (install-
-# host.sh) brings the libraries and the option ROMs; the host's apt configuration is not
-# touched (a private apt state). Prints the tree's directory: usr/bin/qemu-system-x86_64,
-# the firmware under usr/share, and the plugin API's header (qemu-plugin.h, from the
-# source package). A Debian archive that no longer has this version fails here: update
-# the pin to what bookworm-backports has.
+# The QEMU of guests whose vCPUs run at once (vm-run.sh with RXE_RS_TCG_THREAD=multi,
+# make bench): Debian's build of QEMU 10.0 for bookworm (bookworm-backports), unpacked
+# into the cache, as the host's own suite has 7.2, whose multi-threaded TCG oopses
+# guests on a stale int3 while the kernel patches its code (fixed in QEMU 8.1). The
+# host's qemu-system-x86 (install-host.sh) brings the libraries and the option ROMs; the
+# host's apt configuration is not touched (a private apt state). Prints the tree's
+# directory (usr/bin/qemu-system-x86_64, the firmware under usr/share). A Debian archive
+# that no longer has this version fails here: update the pin to what bookworm-backports
+# has. The tests' guests stay on the host's 7.2 with one thread: on 10.0 with one
+# thread, a debug guest of make check oopsed on a stale int3 at boot (ntp_adjtimex, in
+# the timer interrupt) and its next boot hung before printing anything, in one of the
+# first four debug boots.
 QEMU_DEB_VERSION=1:10.0.2+ds-2+deb13u1~bpo12+1
 qemu_tree() {
-	local up dir apt opts old
+	local up dir apt opts old mirror
 	up=${QEMU_DEB_VERSION#*:} && up=${up%-*}
 	dir=$RXE_RS_CACHE/qemu-$up
 	if [ ! -f "$dir/.complete" ]; then
 		mkdir -p "$RXE_RS_CACHE"
 		(
+			set -e
 			flock 9
 			[ ! -f "$dir/.complete" ] || exit 0
 			echo "==> QEMU $QEMU_DEB_VERSION (bookworm-backports) into the cache" >&2
 			rm -rf "$dir" && mkdir -p "$dir"
 			apt=$(mktemp -d)
 			mkdir -p "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/dl"
-			printf 'deb %s bookworm-backports main\ndeb-src %s bookworm-backports main\n' \
-				"$(debian_mirror)" "$(debian_mirror)" > "$apt/sources.list"
+			mirror=$(debian_mirror)
+			echo "deb $mirror bookworm-backports main" > "$apt/sources.list"
 			opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/none"
 				-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache"
-				-o APT::Sandbox::User=root)
+				-o APT::Sandbox::User=root -o Acquire::Check-Valid-Until=false)
 			apt-get "${opts[@]}" -qq update || die "apt-get update of bookworm-backports failed"
 			(cd "$apt/dl" && apt-get "${opts[@]}" -qq download \
 				"qemu-system-x86=$QEMU_DEB_VERSION" "qemu-system-common=$QEMU_DEB_VERSION" \
 				"qemu-system-data=$QEMU_DEB_VERSION" seabios) ||
 				die "cannot download QEMU $QEMU_DEB_VERSION (update QEMU_DEB_VERSION in tools/lib.sh)"
 			for deb in "$apt/dl/"*.deb; do
-				dpkg-deb -x "$deb" "$dir"
+				dpkg-deb -x "$deb" "$dir" || die "cannot unpack $deb"
 			done
-			# Only the upstream tarball: Debian's packaging of a backport is not always
-			# where apt-get source looks for it, and the header is upstream's.
-			(cd "$apt/dl" && apt-get "${opts[@]}" -qq source --download-only \
-				"qemu=$QEMU_DEB_VERSION" >/dev/null 2>&1) || true
-			tar -xO --wildcards -f "$apt/dl/qemu_$up.orig.tar.xz" '*/include/qemu/qemu-plugin.h' \
-				> "$dir/qemu-plugin.h" || die "no plugin header in QEMU $up's source"
 			rm -rf "$apt"
 			"$dir/usr/bin/qemu-system-x86_64" --version >/dev/null ||
 				die "QEMU $up does not run on this host"
 			touch "$dir/.complete"
-			# Other versions' trees, and the plugin headers of the host's QEMU that
-			# came before them, are not needed any more.
-			for old in "$RXE_RS_CACHE"/qemu-*; do
+			# Other versions' trees are not needed any more.
+			for old in "$RXE_RS_CACHE"/qemu-[0-9]*; do
 				[ ! -d "$old" ] || [ "$old" = "$dir" ] || rm -rf "$old"
 			done
-		) 9> "$RXE_RS_CACHE/qemu.lock" || exit
+		) 9> "$RXE_RS_CACHE/qemu.lock" >&2 || exit
 	fi
 	echo "$dir"
 }
 
 # The counting plugin (qemu-tbcount.c, for make ab COUNT=1 and the debug guests'
-# coverage), built against the plugin API header of the guests' QEMU (qemu_tree).
-# Prints the plugin's path.
+# coverage), built against the plugin API header of the host's QEMU, from Debian's
+# source package of that version (apt-get source, with deb-src entries made of the
+# host's own apt sources in a private apt state: the host's configuration is not
+# touched). Prints the plugin's path.
 tbcount_plugin() {
-	local dir so
-	dir=$(qemu_tree)
+	local ver up dir so apt tarball
+	ver=$(dpkg-query -W -f='${source:Version}' qemu-system-x86) ||
+		die "the counting plugin needs Debian's qemu-system-x86"
+	up=${ver#*:} && up=${up%-*}
+	dir=$RXE_RS_CACHE/qemu-plugin-$up
+	if [ ! -s "$dir/qemu-plugin.h" ]; then
+		apt=$(mktemp -d)
+		mkdir -p "$dir" "$apt/lists/partial" "$apt/cache/archives/partial" "$apt/src"
+		apt-get indextargets --format '$(TARGET_OF) $(REPO_URI) $(RELEASE)' |
+			awk '$1 == "deb" { print "deb-src", $2, $3, "main" }' | sort -u > "$apt/sources.list"
+		local opts=(-o "Dir::Etc::SourceList=$apt/sources.list" -o "Dir::Etc::SourceParts=$apt/none"
+			-o "Dir::State::Lists=$apt/lists" -o "Dir::Cache=$apt/cache" -o APT::Sandbox::User=root)
+		apt-get "${opts[@]}" -qq update &&
+			(cd "$apt/src" && apt-get "${opts[@]}" -qq source --download-only "qemu=$ver") ||
+			die "cannot get QEMU $ver's source package"
+		tarball=$(ls "$apt/src/"qemu_*.orig.tar.*)
+		tar -xO --wildcards -f "$tarball" '*/include/qemu/qemu-plugin.h' > "$dir/qemu-plugin.h.$$" ||
+			die "no plugin header in QEMU $ver's source"
+		mv -f "$dir/qemu-plugin.h.$$" "$dir/qemu-plugin.h"
+		rm -rf "$apt"
+	fi
+	# Guests that start side by side may both fetch the header and build the plugin:
+	# each writes its own aside and renames it into place.
 	so=$dir/tbcount-$(sha256sum "$TOOLS_DIR/qemu-tbcount.c" | cut -c1-16).so
-	[ -s "$so" ] || gcc -O2 -Wall -shared -fPIC -I"$dir" $(pkg-config --cflags glib-2.0) \
-		-o "$so" "$TOOLS_DIR/qemu-tbcount.c" -lpthread || die "the counting plugin does not build"
+	if [ ! -s "$so" ]; then
+		gcc -O2 -Wall -shared -fPIC -I"$dir" -o "$so.$$" "$TOOLS_DIR/qemu-tbcount.c" \
+			-lpthread || die "the counting plugin does not build"
+		mv -f "$so.$$" "$so"
+	fi
 	echo "$so"
 }

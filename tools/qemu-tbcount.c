@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A QEMU TCG plugin for `make ab COUNT=1` (tools/ab.sh --count) and for make check's
- * coverage of the debug guest (tools/coverage.py): counts how often each
+ * coverage of the debug guests (tools/coverage.py): counts how often each
  * translation block of the guest kernel runs, and so how many guest instructions.
  * Counts do not depend on how busy the host is, which timings under TCG do.
  *
@@ -19,11 +19,9 @@
  * guest creates again was seen refused by the 9p share, for seconds at a time: "No such
  * file or directory".)
  *
- * Only kernel addresses are counted. Each block's count is a slot of a per-vCPU
- * scoreboard (plugin API 2 and later: QEMU 9.0 on), which the vCPU adds to inline, so
- * vCPUs in threads of their own (thread=multi) do not race; the slots come in chunks of
- * SLOTS, a scoreboard each. The snapshot thread sums a block's slots while the vCPUs
- * run, which skews a snapshot by a few blocks at most.
+ * Only kernel addresses are counted. The vCPUs run in one thread (vm-run.sh uses
+ * thread=single), so the inline counters are not raced by another vCPU; the snapshot
+ * thread reads them while they run, which skews a snapshot by a few blocks at most.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -37,19 +35,15 @@ QEMU_PLUGIN_EXPORT int qemu_plugin_version = QEMU_PLUGIN_VERSION;
 
 #define KERNEL_START 0xffff800000000000ull
 
-#define SLOTS 4096
-
 struct block {
 	uint64_t vaddr;
 	uint64_t insns;
-	qemu_plugin_u64 execs;
+	uint64_t execs;
 	uint64_t last;
 	struct block *next;
 };
 
 static struct block *blocks;
-static struct qemu_plugin_scoreboard *chunk;
-static size_t used = SLOTS;
 static pthread_mutex_t blocks_lock = PTHREAD_MUTEX_INITIALIZER;
 static char req_path[4096], out_prefix[4000];
 static uint64_t min_vaddr = KERNEL_START;
@@ -68,16 +62,10 @@ static void on_translate(qemu_plugin_id_t id, struct qemu_plugin_tb *tb)
 	b->vaddr = va;
 	b->insns = qemu_plugin_tb_n_insns(tb);
 	pthread_mutex_lock(&blocks_lock);
-	if (used == SLOTS) {
-		chunk = qemu_plugin_scoreboard_new(SLOTS * sizeof(uint64_t));
-		used = 0;
-	}
-	b->execs = (qemu_plugin_u64){ chunk, used++ * sizeof(uint64_t) };
 	b->next = blocks;
 	blocks = b;
 	pthread_mutex_unlock(&blocks_lock);
-	qemu_plugin_register_vcpu_tb_exec_inline_per_vcpu(tb, QEMU_PLUGIN_INLINE_ADD_U64,
-							   b->execs, 1);
+	qemu_plugin_register_vcpu_tb_exec_inline(tb, QEMU_PLUGIN_INLINE_ADD_U64, &b->execs, 1);
 }
 
 static void snapshot(int n)
@@ -92,7 +80,7 @@ static void snapshot(int n)
 		return;
 	pthread_mutex_lock(&blocks_lock);
 	for (struct block *b = blocks; b; b = b->next) {
-		uint64_t execs = qemu_plugin_u64_sum(b->execs), ran = delta ? execs - b->last : execs;
+		uint64_t execs = b->execs, ran = delta ? execs - b->last : execs;
 
 		if (ran)
 			fprintf(f, "%llx %llu %llu\n", (unsigned long long)b->vaddr,

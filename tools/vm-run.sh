@@ -95,13 +95,21 @@ append+=" kunit.filter_glob=rxe_rs*"
 # pci=noacpi: the interrupt routing from the BIOS's table; ACPI's _PRT ran into ACPICA's
 # 30 s loop timeout once per PCI device on the debug kernel (the devices use MSI-X).
 [ "$flavor" = debug ] && append+=" no5lvl kasan_multi_shot pci=noacpi"
-# QEMU 10 (tools/lib.sh, qemu_tree). The vCPUs take turns on one host thread
-# (thread=single) unless RXE_RS_TCG_THREAD=multi gives each a thread of its own, so
-# that the host's cores run them at once; the tests' recorded outcomes and their
-# timing were measured with one.
-qemu_dir=$(qemu_tree)
-machine=(-L "$qemu_dir/usr/share/qemu" -L "$qemu_dir/usr/share/seabios"
-	-accel "tcg,thread=${RXE_RS_TCG_THREAD:-single}" -cpu max -smp 2 -m 2G
+# The vCPUs take turns on one host thread under the host's QEMU, unless
+# RXE_RS_TCG_THREAD=multi gives each a thread of its own under QEMU 10 (tools/lib.sh,
+# qemu_tree), so that the host's cores run them at once (make bench). The tests'
+# outcomes, rxe's recorded ones among them, are of guests with one thread.
+qemu_bin=qemu-system-x86_64 accel=(-accel tcg,thread=single)
+case ${RXE_RS_TCG_THREAD:-single} in
+single) ;;
+multi)
+	qemu_dir=$(qemu_tree)
+	qemu_bin=$qemu_dir/usr/bin/qemu-system-x86_64
+	accel=(-L "$qemu_dir/usr/share/qemu" -L "$qemu_dir/usr/share/seabios" -accel tcg,thread=multi)
+	;;
+*) die "RXE_RS_TCG_THREAD is single or multi, not $RXE_RS_TCG_THREAD" ;;
+esac
+machine=("${accel[@]}" -cpu max -smp 2 -m 2G
 	-nographic -no-reboot -nodefaults -serial stdio
 	-kernel "$kdir/arch/x86/boot/bzImage" -append "$append"
 	"${rootdev[@]}"
@@ -132,8 +140,7 @@ boot() {
 	local watcher=
 	[ -z "$idle" ] || { watch_progress & watcher=$!; }
 	set +e
-	timeout --foreground -k 5 "$timeout" "$qemu_dir/usr/bin/qemu-system-x86_64" \
-		-pidfile "$share/.qemu.pid" \
+	timeout --foreground -k 5 "$timeout" "$qemu_bin" -pidfile "$share/.qemu.pid" \
 		"${machine[@]}" </dev/null 2>&1 | tee "$share/console.log"
 	qemu=${PIPESTATUS[0]}
 	set -e
@@ -141,10 +148,10 @@ boot() {
 }
 boot
 # Under QEMU 7.2 with a thread per vCPU, code the kernel patched while another vCPU ran
-# it (static keys, at boot) was seen to hit a stale int3 and oops (fixed in QEMU 8.1 by
-# locking the pages a translation reads). Should a guest still die before its init
-# ran, that boot says nothing about the code under test: boot once more. A guest that
-# got as far as running its payload is never retried.
+# it (static keys, at boot) was seen to hit a stale int3 and oops (fixed in QEMU 8.1),
+# and under QEMU 10 with one thread once too, on the debug kernel. Should a guest die
+# before its init ran, that boot says nothing about the code under test: boot once
+# more. A guest that got as far as running its payload is never retried.
 if [ ! -s "$share/exit-status" ] && ! grep -q 'guest: up' "$share/console.log"; then
 	echo "vm-run: the guest died before its init ran; booting once more" >&2
 	mv "$share/console.log" "$share/console-first-boot.log"
