@@ -380,8 +380,8 @@ figure() {
 # cost DIR NAME KIND SIZE MESSAGES: the median over the runs that gave a figure of the
 # guests' CPU seconds (user, system, softirq and irq, both guests in placement two) per
 # GiB moved (bandwidth: MESSAGES of SIZE bytes) or per million messages (message rate
-# and latency), or "-": the work each figure took, as the guests' own accounting counts
-# it. Under TCG the guest's clock runs with the host's: with more busy vCPUs than host
+# and latency), or "-": the work each figure took, the tool's setup and teardown
+# included, as the guests' own accounting counts it. Under TCG the guest's clock runs with the host's: with more busy vCPUs than host
 # cores (two guests of two), time a vCPU waited for a host core counts too.
 cost() {
 	local r k f ticks vals=()
