@@ -95,7 +95,6 @@ if [ -n "${BENCH_ONLY:-}" ]; then
 fi
 ntests=$(wc -l <<< "$tests")
 # Each run takes at most the wait for its server (30 s) and the timeout; add the boot.
-# (A boot's.)
 vm_timeout=$((ntests * repeat * (tool_timeout + 40) + 300))
 
 rm -rf "$out"
@@ -359,6 +358,15 @@ run_figure() {
 	if [[ $v =~ ^[0-9]+\.?[0-9]*$ ]]; then echo "$v"; else echo failed; fi
 }
 
+# stats: "MEDIAN MIN MAX N" of the N numbers on standard input, one a line (N > 0).
+stats() {
+	sort -g | awk '{ a[NR] = $1 }
+		END {
+			m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
+			print m, a[1], a[NR], NR
+		}'
+}
+
 # figure DIR NAME KIND: "MEDIAN MIN MAX K" of the test's runs in every round that gave a
 # figure (K of them), or "failed" when none did.
 figure() {
@@ -370,19 +378,16 @@ figure() {
 		done
 	done
 	[ ${#vals[@]} = 0 ] && { echo failed; return; }
-	printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
-		END {
-			m = NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2
-			print m, a[1], a[NR], NR
-		}'
+	printf '%s\n' "${vals[@]}" | stats
 }
 
 # cost DIR NAME KIND SIZE MESSAGES: the median over the runs that gave a figure of the
 # guests' CPU seconds (user, system, softirq and irq, both guests in placement two) per
 # GiB moved (bandwidth: MESSAGES of SIZE bytes) or per million messages (message rate
 # and latency), or "-": the work each figure took, the tool's setup and teardown
-# included, as the guests' own accounting counts it. Under TCG the guest's clock runs with the host's: with more busy vCPUs than host
-# cores (two guests of two), time a vCPU waited for a host core counts too.
+# included, as the guests' own accounting counts it. Under TCG the guest's clock runs
+# with the host's: with more busy vCPUs than host cores (two guests of two), time a
+# vCPU waited for a host core counts too.
 cost() {
 	local r k f ticks vals=()
 	for r in $(seq "$rounds"); do
@@ -399,8 +404,7 @@ cost() {
 		done
 	done
 	[ ${#vals[@]} = 0 ] && { echo -; return; }
-	printf '%s\n' "${vals[@]}" | sort -g | awk '{ a[NR] = $1 }
-		END { print NR % 2 ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'
+	printf '%s\n' "${vals[@]}" | stats | awk '{ print $1 }'
 }
 
 # shown FIGURE: a figure as the table shows it, "MEDIAN [MIN-MAX]", with "(K/N)" when only

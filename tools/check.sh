@@ -272,6 +272,13 @@ slowest() {
 # only_tests: guest-tests.sh's ONLY= for the test names on standard input, one a line.
 only_tests() { echo "ONLY='^($(paste -sd '|'))\$'"; }
 
+# half_of_tests HALF: every other test of guest-tests.sh in their order (as its
+# `selected` finds them), the first one's half for HALF 1, so that slow neighbours
+# spread over both halves; one a line.
+half_of_tests() {
+	awk -v h="$1" '$1 == "run" && ++n % 2 == h % 2 { print $2 }' "$TOP_DIR/selftests/guest-tests.sh"
+}
+
 # guest_tests NAME KERNEL SHARE TAIL ENV: guest-tests.sh (ENV in its environment) in
 # guests of KERNEL until it went through, into $out/NAME.tap and $out/NAME.console; the
 # guests see a copy of SHARE of their own, build/share-run-NAME (guests may run side by
@@ -351,9 +358,7 @@ baseline_dir=$TOP_DIR/selftests/rxe-baseline
 # 1100 s, and alone at its end with a core idle.
 st_selftests_rxe_rs() {
 	local half=$1 only
-	# The tests as guest-tests.sh finds them (its `selected`).
-	only=$(awk -v h="$half" '$1 == "run" && ++n % 2 == h % 2 { print $2 }' \
-		"$TOP_DIR/selftests/guest-tests.sh" | only_tests)
+	only=$(half_of_tests "$half" | only_tests)
 	guest_tests "rxe_rs-$half" test "$TOP_DIR/build/share-test" 120 "DRIVER=rxe_rs $fuzz_env $only"
 	[ -s "$out/rxe_rs-$half.tap" ] ||
 		{ tail -n 40 "$out/rxe_rs-$half.console"; fail "guest run on rxe_rs ($half) produced no results"; }
@@ -658,8 +663,7 @@ st_debug() {
 			awk -v h="$half" '{ i = t[1] <= t[2] ? 1 : 2; t[i] += $2; if (i == h) print $1 }' |
 			only_tests)
 	else
-		only=$(awk -v h="$half" '$1 == "run" && ++n % 2 == h % 2 { print $2 }' \
-			"$TOP_DIR/selftests/guest-tests.sh" | only_tests)
+		only=$(half_of_tests "$half" | only_tests)
 	fi
 	COVER=1 GUEST_SCRIPT=sanitized.sh guest_tests "$name" debug "$TOP_DIR/build/share-debug" 120 \
 		"$fuzz_env $only"

@@ -5,8 +5,8 @@
   coverage.py [--json OUT] COVER_DIR... MODULE.ko...
 
 A COVER_DIR is what selftests/cover-hook.sh and tools/qemu-tbcount.c (delta=1) left in
-a guest's share (make check's debug guests have one each): `index` (a line per test: its snapshot, the test, the rxe_rs modules seen
-loaded), the snapshots (the code blocks that ran: address, instructions, executions)
+a guest's share (make check's debug guests have one each): `index` (a line per test: its
+snapshot, the test, the rxe_rs modules seen loaded), the snapshots (the code blocks that ran: address, instructions, executions)
 and `module.ADDRESS-BUILDID`, one per rxe_rs module seen loaded: where its .text was.
 The MODULE.ko files are the builds the guest loaded (found by their build ID), built
 with line tables (tools/build-module.sh debug).
